@@ -1,0 +1,333 @@
+/**
+ * Claims due alarms for one worker and delivers them.
+ *
+ * Claim → deliver → record. Claims and outcomes are batched: one statement claims up to
+ * `batchSize` alarms, and the outcomes that finish while a recording is under way are written
+ * together by the next one.
+ *
+ * The dispatcher sleeps until exactly the earliest `next_fire_at` (measured by the database
+ * clock), is woken early by a NOTIFY when a nearer alarm is written, and polls every
+ * `pollIntervalMs` in any case — for notifications lost while a LISTEN connection was down, and
+ * for leases that lapsed.
+ *
+ * Delivery is at-least-once: a worker that was slow rather than dead may still deliver after its
+ * lease lapsed, so receivers deduplicate on the wake id. A delivery is aborted before its lease
+ * would lapse, and its outcome is written only under its own lease token.
+ */
+import { performance } from 'node:perf_hooks';
+import { systemClock, type Clock } from '../clock.js';
+import { silentLogger, type Logger } from '../logger.js';
+import type { Metrics } from '../metrics.js';
+import { DUE_CHANNEL } from '../store/alarms.js';
+import {
+  alarmsClaimDue,
+  alarmsNextDueMs,
+  alarmsRecordOutcomes,
+  alarmsRelease,
+  type Claim,
+  type Outcome,
+} from '../store/claims.js';
+import type { Db } from '../store/db.js';
+import type { Delivery, Fire, Receiver } from '../receivers/receiver.js';
+import { decideOutcome } from './outcome.js';
+import type { RetryPolicy } from './retry-policy.js';
+
+export interface DispatcherOptions {
+  db: Db;
+  receiver: Receiver;
+  clock?: Clock;
+  logger?: Logger;
+  metrics?: Metrics;
+  /** How long a claim holds an alarm before another worker may take it. */
+  leaseMs?: number;
+  batchSize?: number;
+  /** Deliveries under way at once. */
+  concurrency?: number;
+  /** The fallback poll: the longest the dispatcher sleeps without looking. */
+  pollIntervalMs?: number;
+  /** A delivery is aborted after this long (and always before its lease lapses). */
+  deliveryTimeoutMs?: number;
+  retry?: RetryPolicy;
+  random?: () => number;
+}
+
+interface InFlight {
+  claim: Claim;
+  abort: AbortController;
+  released: boolean;
+  done: Promise<void>;
+}
+
+/** Maps performance.now() onto the database clock, from the `now()` a claim returned. */
+class DbTime {
+  constructor(
+    private readonly dbMs: number,
+    private readonly perfAtRequest: number,
+  ) {}
+  at(perf: number): Date {
+    return new Date(this.dbMs + (perf - this.perfAtRequest));
+  }
+}
+
+export class Dispatcher {
+  readonly #db: Db;
+  readonly #receiver: Receiver;
+  readonly #clock: Clock;
+  readonly #logger: Logger;
+  readonly #metrics: Metrics | undefined;
+  readonly #leaseMs: number;
+  readonly #batchSize: number;
+  readonly #concurrency: number;
+  readonly #pollIntervalMs: number;
+  readonly #deliveryTimeoutMs: number;
+  readonly #retry: RetryPolicy;
+  readonly #random: () => number;
+
+  readonly #inFlight = new Map<string, InFlight>();
+  #pending: Outcome[] = [];
+  #recording: Promise<void> | null = null;
+  #loop: Promise<void> | null = null;
+  #stopping = false;
+  #wake: AbortController = new AbortController();
+  #unlisten: (() => Promise<void>) | null = null;
+
+  constructor(options: DispatcherOptions) {
+    this.#db = options.db;
+    this.#receiver = options.receiver;
+    this.#clock = options.clock ?? systemClock;
+    this.#logger = options.logger ?? silentLogger;
+    this.#metrics = options.metrics;
+    this.#leaseMs = options.leaseMs ?? 30_000;
+    this.#batchSize = options.batchSize ?? (options.db.kind === 'pglite' ? 25 : 200);
+    this.#concurrency = options.concurrency ?? 200;
+    this.#pollIntervalMs = options.pollIntervalMs ?? 1_000;
+    this.#deliveryTimeoutMs = options.deliveryTimeoutMs ?? this.#leaseMs;
+    this.#retry = options.retry ?? { baseMs: 1_000, maxMs: 3_600_000 };
+    this.#random = options.random ?? Math.random;
+  }
+
+  /** Deliveries under way now. */
+  get inFlight(): number {
+    return this.#inFlight.size;
+  }
+
+  /**
+   * One pass: claims one batch, delivers it, records the outcomes. Returns how many alarms it
+   * claimed. Tests call this directly instead of starting the loop.
+   */
+  async runOnce(): Promise<number> {
+    const claims = await this.#claim(
+      Math.max(0, Math.min(this.#batchSize, this.#concurrency - this.inFlight)),
+    );
+    await Promise.all(claims.map((c) => this.#inFlight.get(c.alarm.id)?.done));
+    await this.#flushAll();
+    return claims.length;
+  }
+
+  /** Runs the loop until stop(). */
+  async start(): Promise<void> {
+    if (this.#loop) return;
+    this.#stopping = false;
+    this.#unlisten = await this.#db.listen(DUE_CHANNEL, () => this.#poke());
+    this.#loop = this.#run();
+  }
+
+  /**
+   * Stops claiming, lets deliveries under way finish for up to `graceMs`, then aborts the rest
+   * and gives their leases back so another worker fires them at once.
+   */
+  async stop(graceMs = 10_000): Promise<void> {
+    this.#stopping = true;
+    this.#poke();
+    await this.#loop;
+    this.#loop = null;
+    await this.#unlisten?.();
+    this.#unlisten = null;
+    const running = [...this.#inFlight.values()];
+    if (running.length > 0) {
+      const grace = new AbortController();
+      await Promise.race([Promise.all(running.map((f) => f.done)), this.#clock.sleep(graceMs, grace.signal)]);
+      grace.abort();
+    }
+    const left = [...this.#inFlight.values()];
+    for (const f of left) {
+      f.released = true;
+      f.abort.abort();
+    }
+    await this.#flushAll();
+    if (left.length > 0) {
+      await alarmsRelease(
+        this.#db,
+        left.map((f) => ({ alarmId: f.claim.alarm.id, leaseToken: f.claim.leaseToken })),
+      ).catch((error) =>
+        this.#logger.warn({ err: error }, 'could not release leases; they lapse by themselves'),
+      );
+    }
+  }
+
+  #poke(): void {
+    this.#wake.abort();
+  }
+
+  async #run(): Promise<void> {
+    let errorDelayMs = 100;
+    while (!this.#stopping) {
+      try {
+        const free = Math.min(this.#batchSize, this.#concurrency - this.inFlight);
+        if (free > 0) {
+          const claims = await this.#claim(free);
+          if (claims.length === free) continue;
+        }
+        const waitMs = free > 0 ? await this.#untilNextDue() : this.#pollIntervalMs;
+        if (this.#stopping) break;
+        await this.#sleep(waitMs);
+        errorDelayMs = 100;
+      } catch (error) {
+        this.#metrics?.loopErrors.inc({ loop: 'dispatcher' });
+        this.#logger.error({ err: error }, 'dispatcher: claim failed; retrying');
+        await this.#sleep(errorDelayMs);
+        errorDelayMs = Math.min(errorDelayMs * 2, 5_000);
+      }
+    }
+  }
+
+  async #untilNextDue(): Promise<number> {
+    const ms = await alarmsNextDueMs(this.#db);
+    if (ms === null) return this.#pollIntervalMs;
+    // A row another worker is claiming right now still looks unclaimed: do not spin on it.
+    return Math.min(this.#pollIntervalMs, Math.max(2, Math.ceil(ms)));
+  }
+
+  async #sleep(ms: number): Promise<void> {
+    if (this.#wake.signal.aborted) this.#wake = new AbortController();
+    const signal = this.#wake.signal;
+    if (this.#stopping) return;
+    await this.#clock.sleep(ms, signal);
+    if (signal.aborted) this.#wake = new AbortController();
+  }
+
+  async #claim(limit: number): Promise<Claim[]> {
+    if (limit <= 0) return [];
+    const requestedAt = performance.now();
+    const claims = await alarmsClaimDue(this.#db, limit, this.#leaseMs);
+    this.#metrics?.claimSeconds.observe((performance.now() - requestedAt) / 1000);
+    if (claims.length === 0) return claims;
+    this.#metrics?.claims.inc(claims.length);
+    const time = new DbTime(claims[0]!.dbNow.getTime(), requestedAt);
+    for (const claim of claims) this.#begin(claim, time);
+    return claims;
+  }
+
+  #begin(claim: Claim, time: DbTime): void {
+    const abort = new AbortController();
+    const flight: InFlight = { claim, abort, released: false, done: Promise.resolve() };
+    this.#inFlight.set(claim.alarm.id, flight);
+    this.#metrics?.inFlight.set(this.#inFlight.size);
+    flight.done = this.#deliver(flight, time).finally(() => {
+      this.#inFlight.delete(claim.alarm.id);
+      this.#metrics?.inFlight.set(this.#inFlight.size);
+      if (this.#inFlight.size === this.#concurrency - 1) this.#poke();
+    });
+  }
+
+  async #deliver(flight: InFlight, time: DbTime): Promise<void> {
+    const { claim } = flight;
+    const startedPerf = performance.now();
+    const startedAt = time.at(startedPerf);
+    const latenessMs = Math.max(0, startedAt.getTime() - claim.alarm.scheduledFor.getTime());
+    let delivery: Delivery | 'coalesced';
+    if (claim.coalesced) {
+      delivery = 'coalesced';
+    } else {
+      const fire: Fire = {
+        alarm: claim.alarm,
+        wakeId: claim.wakeId,
+        attempt: claim.attempt,
+        fireCount: claim.fireCount,
+        scheduledFor: claim.alarm.scheduledFor,
+        firedAt: startedAt,
+        latenessMs,
+      };
+      // Abort well before the lease lapses, so a hung receiver never outlives it.
+      const deadline = Math.min(this.#deliveryTimeoutMs, this.#leaseMs * 0.8);
+      const timer = setTimeout(() => flight.abort.abort(), deadline);
+      try {
+        delivery = await this.#receiver.deliver(fire, flight.abort.signal);
+      } catch (error) {
+        delivery = { ok: false, retryable: true, error: `receiver error: ${(error as Error).message}` };
+      } finally {
+        clearTimeout(timer);
+      }
+      this.#metrics?.attemptSeconds.observe(
+        { receiver: this.#receiver.name },
+        (performance.now() - startedPerf) / 1000,
+      );
+    }
+    if (flight.released) return;
+    const finishedAt = time.at(performance.now());
+    const outcome = decideOutcome(
+      claim,
+      delivery,
+      { startedAt, finishedAt, latenessMs },
+      this.#retry,
+      this.#random,
+    );
+    if (outcome.result === 'delivered' || outcome.result === 'coalesced') {
+      this.#metrics?.lateness.observe(latenessMs / 1000);
+    }
+    this.#pending.push(outcome);
+    void this.#flush();
+  }
+
+  /** Writes every pending outcome; one recording at a time, each taking all that waits. */
+  #flush(): Promise<void> {
+    if (!this.#recording) {
+      this.#recording = this.#record().finally(() => {
+        this.#recording = null;
+        if (this.#pending.length > 0) void this.#flush();
+      });
+    }
+    return this.#recording;
+  }
+
+  /** Resolves once nothing waits to be recorded and no recording is under way. */
+  async #flushAll(): Promise<void> {
+    while (this.#pending.length > 0 || this.#recording) await this.#flush();
+  }
+
+  async #record(): Promise<void> {
+    let delayMs = 50;
+    let failingSince: number | null = null;
+    while (this.#pending.length > 0) {
+      const batch = this.#pending;
+      this.#pending = [];
+      try {
+        const updated = await alarmsRecordOutcomes(this.#db, batch);
+        failingSince = null;
+        for (const outcome of batch) {
+          const fenced = !updated.has(outcome.alarmId);
+          this.#metrics?.deliveries.inc({ outcome: fenced ? 'fenced' : outcome.result });
+          if (fenced) {
+            this.#logger.info(
+              { alarmId: outcome.alarmId, wakeId: outcome.wakeId },
+              'outcome not recorded: the alarm was cancelled, rescheduled or reclaimed meanwhile',
+            );
+          }
+        }
+      } catch (error) {
+        this.#metrics?.loopErrors.inc({ loop: 'recorder' });
+        failingSince ??= performance.now();
+        // Past the lease the outcomes are moot: the rows are claimable again and will fire again.
+        const moot = performance.now() - failingSince > this.#leaseMs;
+        this.#logger.error(
+          { err: error, outcomes: batch.length, dropped: moot },
+          'dispatcher: recording outcomes failed',
+        );
+        if (moot) continue;
+        this.#pending = batch.concat(this.#pending);
+        await this.#clock.sleep(delayMs);
+        delayMs = Math.min(delayMs * 2, 2_000);
+      }
+    }
+  }
+}

@@ -1,0 +1,85 @@
+/**
+ * Typed errors with stable codes.
+ *
+ * Every surface maps the code alone: HTTP to a status and a problem body, MCP to an `isError`
+ * result, the CLI to one stderr line and a non-zero exit. Messages follow one shape:
+ * `path: expected X, got Y` and, where there is one, a suggestion.
+ */
+
+export type ErrorCode =
+  | 'invalid_input'
+  | 'unauthorized'
+  | 'forbidden'
+  | 'not_found'
+  | 'conflict'
+  | 'too_large'
+  | 'quota'
+  | 'lease_lost'
+  | 'unavailable'
+  | 'locked';
+
+export interface FieldError {
+  /** Dot-separated field path; `""` for the body as a whole. */
+  path: string;
+  message: string;
+}
+
+export interface ChronosErrorOptions {
+  errors?: FieldError[];
+  /** For `quota`: the name of the limit that was hit (`max_active_alarms`, `create_rate`). */
+  limit?: string;
+  retryAfterSeconds?: number;
+  cause?: unknown;
+}
+
+export class ChronosError extends Error {
+  readonly code: ErrorCode;
+  readonly errors: FieldError[];
+  readonly limit: string | undefined;
+  readonly retryAfterSeconds: number | undefined;
+
+  constructor(code: ErrorCode, message: string, options: ChronosErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'ChronosError';
+    this.code = code;
+    this.errors = options.errors ?? [];
+    this.limit = options.limit;
+    this.retryAfterSeconds = options.retryAfterSeconds;
+  }
+}
+
+/** Renders a received value for an error message: short, quoted when a string. */
+export function describeValue(value: unknown): string {
+  if (value === undefined) return 'nothing';
+  if (value === null) return 'null';
+  if (typeof value === 'string') {
+    const shown = value.length > 60 ? `${value.slice(0, 57)}...` : value;
+    return JSON.stringify(shown);
+  }
+  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint') {
+    return String(value);
+  }
+  if (value instanceof Date) return Number.isNaN(value.getTime()) ? 'an invalid Date' : value.toISOString();
+  if (Array.isArray(value)) return 'an array';
+  return `a ${typeof value}`;
+}
+
+/** `path: expected X, got Y[; hint]` as an `invalid_input` error carrying the one field error. */
+export function invalidInput(path: string, expected: string, got: unknown, hint?: string): ChronosError {
+  const message = `${path || 'body'}: expected ${expected}, got ${describeValue(got)}${hint ? `; ${hint}` : ''}`;
+  return new ChronosError('invalid_input', message, { errors: [{ path, message }] });
+}
+
+/** An `invalid_input` error built from several field errors. */
+export function invalidFields(errors: FieldError[]): ChronosError {
+  const message = errors.map((e) => e.message).join('; ');
+  return new ChronosError('invalid_input', message, { errors });
+}
+
+export function notFound(what: string): ChronosError {
+  return new ChronosError('not_found', `${what} not found`);
+}
+
+export function isChronosError(error: unknown, code?: ErrorCode): error is ChronosError {
+  return error instanceof ChronosError && (code === undefined || error.code === code);
+}

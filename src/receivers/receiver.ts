@@ -1,0 +1,35 @@
+/**
+ * What a dispatcher hands a fire to: the router's webhook, an in-process handler, or the log.
+ */
+import type { Alarm } from '../types.js';
+
+export interface Fire {
+  alarm: Alarm;
+  /** Stable across retries of the same occurrence: the receiver's deduplication key (I3). */
+  wakeId: string;
+  /** 1 for the first attempt at this wake. */
+  attempt: number;
+  fireCount: number;
+  scheduledFor: Date;
+  /** When this attempt started, by the database clock. */
+  firedAt: Date;
+  latenessMs: number;
+}
+
+export type Delivery =
+  | { ok: true; statusCode?: number }
+  | {
+      ok: false;
+      /** Recorded in `last_error`: says what happened, never a secret. */
+      error: string;
+      /** False when trying again cannot help (a 4xx other than 408/429): the occurrence fails now. */
+      retryable: boolean;
+      statusCode?: number;
+      retryAfterMs?: number;
+    };
+
+export interface Receiver {
+  readonly name: string;
+  /** Must settle; `signal` aborts when the lease would otherwise be outlived. Never throws. */
+  deliver(fire: Fire, signal: AbortSignal): Promise<Delivery>;
+}

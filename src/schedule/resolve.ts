@@ -1,0 +1,211 @@
+/**
+ * Turns a user's schedule (`at`, `in_seconds` or `cron`, with an optional `timezone`) into the
+ * schedule columns of an alarm row, and lists upcoming fire times for display.
+ *
+ * Guarantees: exactly one of the three is accepted; every refusal is an `invalid_input` error on
+ * the offending field, shaped `path: expected X, got Y; hint`. An `at` slightly in the past
+ * (within `pastToleranceMs`) is accepted and due at once; one further back is refused, because it
+ * is almost always a time zone mistake. Times are kept to the millisecond; finer fractions of an
+ * `at` are rounded up, so that an alarm never fires before the time it was given.
+ * `null` counts as absent for every field. Nothing here reads the clock: `now` is an argument.
+ */
+import { ChronosError, describeValue, invalidInput } from '../errors.js';
+import { minIntervalMs, parseCron } from './cron.js';
+import { formatDuration } from './duration.js';
+import { assertTimeZone, formatLocal } from './time-zone.js';
+
+export interface ScheduleInput {
+  at?: unknown;
+  in_seconds?: unknown;
+  cron?: unknown;
+  timezone?: unknown;
+}
+
+export interface ResolvedSchedule {
+  kind: 'once' | 'cron';
+  /** The `at` (or `now + in_seconds`) instant for `once`; null for `cron`. */
+  fireAt: Date | null;
+  /** The normalised expression for `cron`; `''` for `once`. */
+  cronExpr: string;
+  timezone: string;
+  nextFireAt: Date;
+}
+
+export interface ResolveOptions {
+  /** How far in the past an `at` may be and still be accepted (due at once). Default 60 000. */
+  pastToleranceMs?: number;
+  /** The operator's minimum gap between cron occurrences; 0 (the default) for no limit. */
+  minCronIntervalMs?: number;
+  /** The grid origin for `@every`; without one the first occurrence is `now + interval`. */
+  anchor?: Date;
+}
+
+export const MAX_IN_SECONDS = 315_360_000;
+
+const AT_EXPECTED =
+  'an RFC 3339 time with an offset, like "2027-03-14T09:00:00Z" or "2027-03-14T10:00:00+01:00"';
+
+const RFC3339 =
+  /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(?:([Zz])|([+-])(\d{2}):(\d{2}))$/;
+
+/** The schedule columns for `input`, or an `invalid_input` error naming the field at fault. */
+export function resolveSchedule(
+  input: ScheduleInput,
+  now: Date,
+  options: ResolveOptions = {},
+): ResolvedSchedule {
+  const given = (['at', 'in_seconds', 'cron'] as const).filter(
+    (key) => input[key] !== undefined && input[key] !== null,
+  );
+  if (given.length !== 1) {
+    const got = given.length === 0 ? 'none of them' : given.map((key) => `"${key}"`).join(' and ');
+    const message = `body: expected exactly one of "at", "in_seconds" or "cron", got ${got}; send exactly one`;
+    throw new ChronosError('invalid_input', message, { errors: [{ path: '', message }] });
+  }
+  const timezone =
+    input.timezone === undefined || input.timezone === null
+      ? 'UTC'
+      : assertTimeZone(input.timezone, 'timezone');
+
+  if (given[0] === 'at') {
+    const at = parseAt(input.at);
+    const toleranceMs = options.pastToleranceMs ?? 60_000;
+    const lateMs = now.getTime() - at.getTime();
+    if (lateMs > toleranceMs) {
+      const message =
+        `at: expected a time in the future, got ${describeValue(input.at)} which is ${formatAgo(lateMs)} ago ` +
+        `(server time is ${now.toISOString()}); check the time zone offset`;
+      throw new ChronosError('invalid_input', message, { errors: [{ path: 'at', message }] });
+    }
+    return { kind: 'once', fireAt: at, cronExpr: '', timezone, nextFireAt: at };
+  }
+
+  if (given[0] === 'in_seconds') {
+    const seconds = input.in_seconds;
+    if (
+      typeof seconds !== 'number' ||
+      !Number.isInteger(seconds) ||
+      seconds < 1 ||
+      seconds > MAX_IN_SECONDS
+    ) {
+      throw invalidInput(
+        'in_seconds',
+        `an integer number of seconds from 1 to ${MAX_IN_SECONDS}`,
+        seconds,
+        typeof seconds === 'number' && Number.isFinite(seconds) && !Number.isInteger(seconds)
+          ? 'round it to whole seconds'
+          : undefined,
+      );
+    }
+    const fireAt = new Date(now.getTime() + seconds * 1000);
+    return { kind: 'once', fireAt, cronExpr: '', timezone, nextFireAt: fireAt };
+  }
+
+  const schedule = parseCron(input.cron, timezone);
+  const minimumMs = options.minCronIntervalMs ?? 0;
+  if (minimumMs > 0) {
+    const intervalMs = minIntervalMs(schedule, now);
+    if (intervalMs < minimumMs) {
+      throw invalidInput(
+        'cron',
+        `a schedule that fires at most once every ${formatDuration(minimumMs)}`,
+        input.cron,
+        `this one fires as often as every ${formatDuration(intervalMs)}`,
+      );
+    }
+  }
+  return {
+    kind: 'cron',
+    fireAt: null,
+    cronExpr: schedule.expr,
+    timezone,
+    nextFireAt: schedule.next(now, options.anchor),
+  };
+}
+
+/**
+ * The next `count` fire times from `nextFireAt` on (one for `once`), in UTC and in the schedule's
+ * zone. `@every` is anchored on `nextFireAt`.
+ */
+export function nextFires(
+  schedule: Pick<ResolvedSchedule, 'kind' | 'cronExpr' | 'timezone' | 'nextFireAt'>,
+  count = 3,
+): { utc: string; local: string }[] {
+  const show = (instant: Date) => ({
+    utc: instant.toISOString(),
+    local: formatLocal(instant, schedule.timezone),
+  });
+  if (count < 1) return [];
+  if (schedule.kind === 'once') return [show(schedule.nextFireAt)];
+  const cron = parseCron(schedule.cronExpr, schedule.timezone);
+  const fires = [schedule.nextFireAt];
+  for (let i = 1; i < count; i++) {
+    fires.push(cron.next(fires[i - 1] as Date, schedule.nextFireAt));
+  }
+  return fires.map(show);
+}
+
+function parseAt(value: unknown): Date {
+  if (value instanceof Date) {
+    if (Number.isNaN(value.getTime())) throw invalidInput('at', AT_EXPECTED, value);
+    return new Date(value.getTime());
+  }
+  if (typeof value !== 'string') throw invalidInput('at', AT_EXPECTED, value);
+  const match = RFC3339.exec(value);
+  if (match === null) throw invalidInput('at', AT_EXPECTED, value, atHint(value));
+  const [, year, month, day, hour, minute, second, fraction = '', zulu, sign, offsetHours, offsetMinutes] =
+    match;
+  const y = Number(year);
+  const mo = Number(month);
+  const d = Number(day);
+  const h = Number(hour);
+  const mi = Number(minute);
+  const s = Number(second);
+  const oh = Number(offsetHours ?? 0);
+  const om = Number(offsetMinutes ?? 0);
+  if (
+    mo < 1 ||
+    mo > 12 ||
+    d < 1 ||
+    d > daysInMonth(y, mo) ||
+    h > 23 ||
+    mi > 59 ||
+    s > 59 ||
+    oh > 23 ||
+    om > 59
+  ) {
+    throw invalidInput('at', AT_EXPECTED, value, 'that date or time does not exist');
+  }
+  // Round sub-millisecond fractions up: an alarm must never fire before its time.
+  const ms = Number(fraction.slice(0, 3).padEnd(3, '0')) + (/[1-9]/.test(fraction.slice(3)) ? 1 : 0);
+  const offsetMs = zulu === undefined ? (sign === '-' ? -1 : 1) * (oh * 60 + om) * 60_000 : 0;
+  const date = new Date(0);
+  date.setUTCFullYear(y, mo - 1, d);
+  date.setUTCHours(h, mi, s, ms);
+  return new Date(date.getTime() - offsetMs);
+}
+
+function atHint(value: string): string | undefined {
+  if (/^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(?:\.\d+)?$/.test(value)) {
+    return 'add "Z" for UTC or an offset like "+01:00"';
+  }
+  if (/^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(?:\.\d+)?[+-]\d{4}$/.test(value)) {
+    return 'write the offset with a colon, like "+01:00"';
+  }
+  if (/^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(?:[Zz]|[+-]\d{2}:?\d{2})?$/.test(value)) {
+    return 'add the seconds, like "09:00:00"';
+  }
+  if (/^\d{4}-\d{2}-\d{2}$/.test(value)) return 'add a time and an offset, like "T09:00:00Z"';
+  return undefined;
+}
+
+function daysInMonth(year: number, month: number): number {
+  const leap = (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0;
+  return [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1] ?? 0;
+}
+
+/** `lateMs` rounded to what a person reads at a glance: `3h`, `2d4h`, `1m30s`. */
+function formatAgo(lateMs: number): string {
+  const unit = lateMs >= 86_400_000 ? 3_600_000 : lateMs >= 3_600_000 ? 60_000 : 1_000;
+  return formatDuration(Math.round(lateMs / unit) * unit);
+}

@@ -1,0 +1,234 @@
+/**
+ * The dispatch path: claim due alarms, record what their delivery did, release what was not
+ * delivered. Every statement here handles a whole batch.
+ *
+ * A claim is a lease, not a lock held open: the row is marked (`claimed_at`, a fresh
+ * `lease_token`) and the transaction ends at once. Another worker may take the row only after
+ * the lease lapses; an outcome is recorded only under the token it was claimed with (fencing),
+ * so a worker whose lease lapsed cannot write over a newer claim.
+ */
+import { toAlarm, type AlarmRow } from './alarms.js';
+import { sql, type Executor } from './db.js';
+import type { Alarm, AlarmStatus } from '../types.js';
+
+const ALARM_COLUMNS = `c.id::text AS id, c.owner_did, c.user_id, c.label, c.kind, c.fire_at, c.cron_expr,
+  c.timezone, c.next_fire_at, c.scheduled_for, c.conversation_id, c.wake_message, c.payload::text AS payload,
+  c.status, c.idempotency_key, c.max_failures, c.failure_count, c.last_error, c.claimed_at, c.require_ack,
+  c.source, c.created_at, c.updated_at, c.last_fired_at`;
+
+/**
+ * One statement claims up to $1 due alarms in due order and opens (or reopens) each one's wake.
+ *
+ * - Due means `next_fire_at <= now()` by the database clock (I5), and unclaimed or with a lease
+ *   older than $2 ms. `FOR UPDATE SKIP LOCKED` lets any number of workers claim at once without
+ *   taking the same row twice.
+ * - `id = ANY(ARRAY(...))` keeps the index scan on `alarms_due_idx` even under a generic
+ *   prepared plan (an `IN (subquery)` form can turn into a scan of the whole table).
+ * - The wake row is written here, before anything is sent. A retry or a reclaim after a lapsed
+ *   lease reuses the alarm's `wake_id`, so the webhook id is stable across attempts.
+ * - A cron alarm that requires an ack and still has a delivered, unacknowledged and unescalated
+ *   wake is not delivered again: the fire is counted on that wake (`coalesced_into`).
+ */
+const claim = sql(
+  'alarms_claim_due',
+  `WITH claimed AS (
+     UPDATE alarms a
+     SET claimed_at = now(), lease_token = gen_random_uuid(), wake_id = coalesce(a.wake_id, gen_random_uuid())
+     WHERE a.id = ANY(ARRAY(
+       SELECT id FROM alarms
+       WHERE status = 'active' AND next_fire_at <= now()
+         AND (claimed_at IS NULL OR claimed_at <= now() - $2::int * interval '1 millisecond')
+       ORDER BY next_fire_at
+       LIMIT $1
+       FOR UPDATE SKIP LOCKED))
+     RETURNING a.*
+   ), fresh AS (
+     SELECT c.id, c.wake_id,
+       (SELECT w.id FROM wakes w
+        WHERE c.kind = 'cron' AND c.require_ack AND w.alarm_id = c.id AND w.status = 'delivered'
+          AND w.escalated_at IS NULL
+        ORDER BY w.fired_at DESC LIMIT 1) AS open_wake
+     FROM claimed c
+     WHERE NOT EXISTS (SELECT 1 FROM wakes w WHERE w.id = c.wake_id)
+   ), coalesced AS (
+     UPDATE wakes w SET fire_count = w.fire_count + 1, updated_at = now()
+     FROM fresh f WHERE w.id = f.open_wake
+     RETURNING f.id AS alarm_id, w.id::text AS wake_id, w.fire_count
+   ), opened AS (
+     INSERT INTO wakes AS w (id, alarm_id, owner_did, user_id, conversation_id, scheduled_for, fired_at,
+       attempts, require_ack)
+     SELECT c.wake_id, c.id, c.owner_did, c.user_id, c.conversation_id, c.scheduled_for, now(), 1, c.require_ack
+     FROM claimed c
+     WHERE NOT EXISTS (SELECT 1 FROM fresh f WHERE f.id = c.id AND f.open_wake IS NOT NULL)
+     ON CONFLICT (id) DO UPDATE SET attempts = w.attempts + 1, updated_at = now()
+     RETURNING w.alarm_id, w.id::text AS wake_id, w.attempts, w.fire_count
+   )
+   SELECT ${ALARM_COLUMNS}, c.lease_token::text AS lease_token,
+     coalesce(o.wake_id, k.wake_id) AS wake_id, coalesce(o.attempts, 0) AS attempts,
+     coalesce(o.fire_count, k.fire_count) AS fire_count, k.wake_id IS NOT NULL AS coalesced,
+     now() AS db_now
+   FROM claimed c
+   LEFT JOIN opened o ON o.alarm_id = c.id
+   LEFT JOIN coalesced k ON k.alarm_id = c.id
+   ORDER BY c.next_fire_at`,
+);
+
+export interface Claim {
+  alarm: Alarm;
+  leaseToken: string;
+  wakeId: string;
+  /** Delivery attempts of this wake, this one included (0 when coalesced). */
+  attempt: number;
+  fireCount: number;
+  /** Counted on an earlier unacknowledged wake instead of being delivered. */
+  coalesced: boolean;
+  /** The database's `now()` at the claim. */
+  dbNow: Date;
+}
+
+interface ClaimRow extends AlarmRow {
+  lease_token: string;
+  wake_id: string;
+  attempts: number;
+  fire_count: number;
+  coalesced: boolean;
+  db_now: Date;
+}
+
+export async function alarmsClaimDue(ex: Executor, limit: number, leaseMs: number): Promise<Claim[]> {
+  const rows = await ex.query<ClaimRow>(claim, [limit, Math.round(leaseMs)]);
+  return rows.map((row) => ({
+    alarm: toAlarm(row),
+    leaseToken: row.lease_token,
+    wakeId: row.wake_id,
+    attempt: row.attempts,
+    fireCount: row.fire_count,
+    coalesced: row.coalesced,
+    dbNow: row.db_now,
+  }));
+}
+
+/** What became of one claimed delivery, with the alarm's new state computed by the dispatcher. */
+export interface Outcome {
+  alarmId: string;
+  leaseToken: string;
+  wakeId: string;
+  attempt: number;
+  /** delivered: sent and accepted; retry: failed, to be tried again; failed: gave up on this occurrence. */
+  result: 'delivered' | 'retry' | 'failed' | 'coalesced';
+  /** The alarm's status afterwards. */
+  status: AlarmStatus;
+  /** The alarm's next due time afterwards (retry time, next occurrence, or unchanged). */
+  nextFireAt: Date;
+  /** The occurrence in hand afterwards (unchanged for a retry). */
+  scheduledFor: Date;
+  failureCount: number;
+  lastError: string;
+  /** Set when this outcome fired the alarm (delivered or coalesced). */
+  lastFiredAt: Date | null;
+  startedAt: Date;
+  finishedAt: Date;
+  latenessMs: number;
+  statusCode: number | null;
+}
+
+/**
+ * Records a batch of outcomes in one statement.
+ *
+ * The alarm is updated only under the lease token it was claimed with; the ids of the alarms
+ * updated are returned, the rest were fenced out (cancelled, rescheduled or reclaimed meanwhile).
+ * The wake records a delivery even when fenced — it happened — but gives up on its occurrence
+ * only when the alarm update went through. Every attempt is added to the wake's history.
+ */
+const record = sql(
+  'alarms_record_outcomes',
+  `WITH o AS (
+     SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::int[], $5::text[], $6::text[],
+       $7::timestamptz[], $8::timestamptz[], $9::int[], $10::text[], $11::timestamptz[], $12::timestamptz[],
+       $13::timestamptz[], $14::int[], $15::int[])
+     AS o(alarm_id, lease_token, wake_id, attempt, result, status, next_fire_at, scheduled_for, failure_count,
+          last_error, last_fired_at, started_at, finished_at, lateness_ms, status_code)
+   ), updated AS (
+     UPDATE alarms a SET status = o.status, next_fire_at = o.next_fire_at, scheduled_for = o.scheduled_for,
+       failure_count = o.failure_count, last_error = o.last_error,
+       last_fired_at = coalesce(o.last_fired_at, a.last_fired_at),
+       claimed_at = NULL, lease_token = NULL,
+       wake_id = CASE WHEN o.result = 'retry' THEN a.wake_id END,
+       updated_at = now()
+     FROM o WHERE a.id = o.alarm_id AND a.lease_token = o.lease_token
+     RETURNING a.id
+   ), woken AS (
+     UPDATE wakes w SET
+       status = CASE
+         WHEN o.result = 'delivered' AND w.status = 'pending' THEN 'delivered'
+         WHEN o.result = 'failed' AND w.status = 'pending' AND o.alarm_id IN (SELECT id FROM updated) THEN 'failed'
+         ELSE w.status END,
+       delivered_at = CASE WHEN o.result = 'delivered' THEN coalesce(w.delivered_at, o.finished_at) ELSE w.delivered_at END,
+       lateness_ms = CASE WHEN o.result = 'delivered' THEN coalesce(w.lateness_ms, o.lateness_ms) ELSE w.lateness_ms END,
+       last_error = CASE WHEN o.result IN ('retry', 'failed') THEN o.last_error ELSE w.last_error END,
+       updated_at = now()
+     FROM o WHERE w.id = o.wake_id AND o.result <> 'coalesced'
+     RETURNING w.id
+   ), history AS (
+     INSERT INTO wake_attempts (wake_id, attempt, started_at, duration_ms, outcome, status_code, error)
+     SELECT o.wake_id, o.attempt, o.started_at,
+       greatest(0, round(extract(epoch FROM (o.finished_at - o.started_at)) * 1000))::int,
+       o.result, o.status_code, CASE WHEN o.result = 'delivered' THEN '' ELSE o.last_error END
+     FROM o WHERE o.result <> 'coalesced' AND o.wake_id IN (SELECT id FROM woken)
+     ON CONFLICT DO NOTHING
+   )
+   SELECT id::text AS id FROM updated`,
+);
+
+export async function alarmsRecordOutcomes(ex: Executor, outcomes: readonly Outcome[]): Promise<Set<string>> {
+  if (outcomes.length === 0) return new Set();
+  const col = <T>(f: (o: Outcome) => T) => outcomes.map(f);
+  const rows = await ex.query<{ id: string }>(record, [
+    col((o) => o.alarmId),
+    col((o) => o.leaseToken),
+    col((o) => o.wakeId),
+    col((o) => o.attempt),
+    col((o) => o.result),
+    col((o) => o.status),
+    col((o) => o.nextFireAt),
+    col((o) => o.scheduledFor),
+    col((o) => o.failureCount),
+    col((o) => o.lastError),
+    col((o) => o.lastFiredAt),
+    col((o) => o.startedAt),
+    col((o) => o.finishedAt),
+    col((o) => Math.max(0, Math.round(o.latenessMs))),
+    col((o) => o.statusCode),
+  ]);
+  return new Set(rows.map((r) => r.id));
+}
+
+// Gives leases back (shutdown): the rows are due again at once for any worker.
+const release = sql(
+  'alarms_release',
+  `UPDATE alarms a SET claimed_at = NULL, lease_token = NULL, updated_at = now()
+   FROM unnest($1::uuid[], $2::uuid[]) AS o(id, lease_token)
+   WHERE a.id = o.id AND a.lease_token = o.lease_token`,
+);
+
+export async function alarmsRelease(
+  ex: Executor,
+  leases: readonly { alarmId: string; leaseToken: string }[],
+): Promise<void> {
+  if (leases.length === 0) return;
+  await ex.query(release, [leases.map((l) => l.alarmId), leases.map((l) => l.leaseToken)]);
+}
+
+// Milliseconds from the database's now() to the earliest unclaimed active alarm (index-only
+// walk of alarms_due_idx), or null when nothing waits. Lapsed leases are found by the poll.
+const nextDue = sql(
+  'alarms_next_due',
+  `SELECT greatest(0, extract(epoch FROM (next_fire_at - now())) * 1000)::float8 AS ms
+   FROM alarms WHERE status = 'active' AND claimed_at IS NULL
+   ORDER BY next_fire_at LIMIT 1`,
+);
+
+export async function alarmsNextDueMs(ex: Executor): Promise<number | null> {
+  const [row] = await ex.query<{ ms: number }>(nextDue);
+  return row ? row.ms : null;
+}

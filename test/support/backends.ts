@@ -1,0 +1,60 @@
+/**
+ * Runs a suite once per storage backend, each on its own database copied from the template.
+ *
+ * `postgresOnly(reason)` is the one way a case opts out of PGlite, and it says why. When no
+ * PostgreSQL is reachable outside CI, the PostgreSQL leg is skipped loudly (global setup warns);
+ * in CI that is a failure before any test runs.
+ */
+import { afterAll, beforeAll, beforeEach, describe, it } from 'vitest';
+import type { BackendKind } from '../../src/store/db.js';
+import { createTestDatabase, postgresAvailable, type TestDatabase } from './databases.js';
+
+export interface Backend {
+  readonly kind: BackendKind;
+  /** The test file's database (usable once the suite has started); emptied before each test. */
+  readonly t: TestDatabase;
+}
+
+export const BACKENDS: readonly BackendKind[] = ['postgres', 'pglite'];
+
+export function describeEachBackend(title: string, body: (backend: Backend) => void): void {
+  for (const kind of BACKENDS) {
+    const skip = kind === 'postgres' && !postgresAvailable();
+    describe.skipIf(skip)(`${title} [${kind}]`, () => {
+      let t: TestDatabase | null = null;
+      const current = () => {
+        if (!t) throw new Error('the test database is not open yet');
+        return t;
+      };
+      // Forwards to the database opened in beforeAll, so suites can destructure it up front.
+      const proxy = new Proxy({} as TestDatabase, {
+        get: (_target, property) => {
+          const value = Reflect.get(current(), property);
+          return typeof value === 'function' ? value.bind(current()) : value;
+        },
+      });
+      const backend: Backend = { kind, t: proxy };
+      beforeAll(async () => {
+        t = await createTestDatabase(kind);
+      });
+      afterAll(async () => {
+        await t?.close();
+      });
+      beforeEach(async () => {
+        await t?.reset();
+      });
+      body(backend);
+    });
+  }
+}
+
+/** A case that needs several connections at once, which PGlite (one connection) cannot give. */
+export function postgresOnly(
+  kind: BackendKind,
+  reason: string,
+  name: string,
+  fn: () => Promise<void>,
+  timeout?: number,
+): void {
+  it.skipIf(kind !== 'postgres')(`${name} (PostgreSQL only: ${reason})`, fn, timeout);
+}

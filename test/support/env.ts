@@ -1,0 +1,15 @@
+/** Where the tests find their databases. */
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL ?? 'postgres://root@127.0.0.1:5432/test';
+export const PG_TEMPLATE = 'chronos_test_template';
+export const TMP_DIR = fileURLToPath(new URL('../../.tmp/', import.meta.url));
+export const LITE_TEMPLATE_FILE = join(TMP_DIR, 'pglite-template.tar.gz');
+
+/** The same server, another database. */
+export function withDatabase(url: string, database: string): string {
+  const u = new URL(url);
+  u.pathname = `/${database}`;
+  return u.toString();
+}

@@ -1,0 +1,149 @@
+/**
+ * Building blocks for tests: owners, a service and dispatcher over a test database, a receiver
+ * that records and can be told to fail or hang, and set-ups that move rows in time (crashes and
+ * waits are data: a lapsed lease is a `claimed_at` an hour ago).
+ */
+import { AlarmService, type Quotas } from '../../src/alarm-service.js';
+import { systemClock, type Clock } from '../../src/clock.js';
+import { Dispatcher, type DispatcherOptions } from '../../src/dispatch/dispatcher.js';
+import { parseOwner } from '../../src/owner.js';
+import type { Delivery, Fire, Receiver } from '../../src/receivers/receiver.js';
+import { DbClock } from '../../src/store/db-clock.js';
+import { sql, type Db, type Executor, type Row, type Statement } from '../../src/store/db.js';
+
+export const OWNER = parseOwner('did:matrix:11111111-1111-4111-8111-111111111111:test');
+export const OTHER = parseOwner('did:matrix:22222222-2222-4222-8222-222222222222:other');
+
+export const NO_QUOTAS: Quotas = { maxActiveAlarms: 0, createRatePerMinute: 0, minCronIntervalMs: 0 };
+
+export function makeService(
+  db: Db,
+  options: { quotas?: Partial<Quotas>; clock?: Clock; dbClock?: { now(via?: Executor): Promise<Date> } } = {},
+): AlarmService {
+  return new AlarmService({
+    db,
+    dbClock: (options.dbClock as DbClock) ?? new DbClock(db, options.clock ?? systemClock),
+    quotas: { ...NO_QUOTAS, ...options.quotas },
+    notifyHorizonMs: 1_000,
+  });
+}
+
+type Behaviour = (fire: Fire, signal: AbortSignal) => Delivery | Promise<Delivery>;
+
+/** Records every fire; answers `behave(fire)`, by default success. */
+export class RecordingReceiver implements Receiver {
+  readonly name = 'recording';
+  readonly fires: Fire[] = [];
+  behave: Behaviour = () => ({ ok: true });
+
+  async deliver(fire: Fire, signal: AbortSignal): Promise<Delivery> {
+    this.fires.push(fire);
+    return this.behave(fire, signal);
+  }
+
+  firesOf(alarmId: string): Fire[] {
+    return this.fires.filter((f) => f.alarm.id === alarmId);
+  }
+}
+
+export function makeDispatcher(
+  db: Db,
+  receiver: Receiver,
+  options: Partial<DispatcherOptions> = {},
+): Dispatcher {
+  return new Dispatcher({
+    db,
+    receiver,
+    leaseMs: 30_000,
+    retry: { baseMs: 1_000, maxMs: 60_000 },
+    random: () => 0.5,
+    ...options,
+  });
+}
+
+/** A promise opened from outside: for a delivery that hangs until the test lets it go. */
+export function gate<T = void>(): { promise: Promise<T>; open(value: T): void } {
+  let open!: (value: T) => void;
+  const promise = new Promise<T>((resolve) => (open = resolve));
+  return { promise, open };
+}
+
+/** Resolves once `predicate()` holds, checking on every macrotask turn (no timers to wait on). */
+export async function until(predicate: () => boolean, what = 'condition', maxTurns = 100_000): Promise<void> {
+  for (let i = 0; i < maxTurns; i++) {
+    if (predicate()) return;
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+const backdateStmt = sql(
+  'test_backdate',
+  `UPDATE alarms SET next_fire_at = next_fire_at - $2::int * interval '1 millisecond',
+     scheduled_for = scheduled_for - $2::int * interval '1 millisecond',
+     fire_at = fire_at - $2::int * interval '1 millisecond'
+   WHERE id = $1`,
+);
+
+/** Moves an alarm's due time `ms` into the past, as if that much time had gone by. */
+export async function backdate(db: Executor, id: string, ms: number): Promise<void> {
+  await db.query(backdateStmt, [id, ms]);
+}
+
+const dueNowStmt = sql(
+  'test_due_now',
+  `UPDATE alarms SET next_fire_at = now() - interval '1 millisecond' WHERE id = $1`,
+);
+
+/** Makes a waiting retry due now, as if its backoff had passed. */
+export async function dueNow(db: Executor, id: string): Promise<void> {
+  await db.query(dueNowStmt, [id]);
+}
+
+const lapseStmt = sql(
+  'test_lapse_lease',
+  `UPDATE alarms SET claimed_at = now() - interval '1 hour' WHERE id = $1`,
+);
+
+/** Ages an alarm's lease past any lease time, as if its worker had died. */
+export async function lapseLease(db: Executor, id: string): Promise<void> {
+  await db.query(lapseStmt, [id]);
+}
+
+const rowStmt = sql(
+  'test_alarm_row',
+  `SELECT id::text, status, next_fire_at, scheduled_for, failure_count, last_error, claimed_at,
+     lease_token::text, wake_id::text, last_fired_at, payload::text AS payload FROM alarms WHERE id = $1`,
+);
+
+export async function alarmRow(db: Executor, id: string): Promise<Row> {
+  const [row] = await db.query(rowStmt, [id]);
+  if (!row) throw new Error(`no alarm ${id}`);
+  return row;
+}
+
+const wakesStmt = sql(
+  'test_wakes_of',
+  `SELECT id::text, status, attempts, fire_count, lateness_ms, delivered_at, last_error
+   FROM wakes WHERE alarm_id = $1 ORDER BY fired_at`,
+);
+
+export async function wakesOf(db: Executor, id: string): Promise<Row[]> {
+  return db.query(wakesStmt, [id]);
+}
+
+/** Wraps an executor to count the statements run through it. */
+export function counting(ex: Executor): Executor & { statements: string[] } {
+  const statements: string[] = [];
+  return {
+    statements,
+    query: <T = Row>(statement: Statement, values?: readonly unknown[]) => {
+      statements.push(statement.name);
+      return ex.query<T>(statement, values);
+    },
+    exec: (script: string) => {
+      statements.push('exec');
+      return ex.exec(script);
+    },
+  };
+}

@@ -1,0 +1,58 @@
+/**
+ * The library on a test database, and the caller's transaction in the form each backend gives
+ * it (a node-postgres client inside BEGIN, or a PGlite transaction), so one test runs on both.
+ */
+import { createChronos, type Chronos } from '../../src/library.js';
+import { LiteDb, PgDb, sql } from '../../src/store/db.js';
+import type { TestDatabase } from './databases.js';
+
+export async function libraryOn(t: TestDatabase): Promise<Chronos> {
+  if (t.db instanceof PgDb) return createChronos({ pool: t.db.pool, pollIntervalMs: 50 });
+  if (t.db instanceof LiteDb) return createChronos({ pglite: t.db.lite, pollIntervalMs: 50 });
+  throw new Error('unknown backend');
+}
+
+/** Runs `fn` on a transaction of the caller's own; commits, or rolls back when `rollback`. */
+export async function inCallerTransaction<T>(
+  t: TestDatabase,
+  fn: (tx: unknown) => Promise<T>,
+  options: { rollback?: boolean } = {},
+): Promise<T> {
+  if (t.db instanceof PgDb) {
+    const client = await t.db.pool.connect();
+    try {
+      await client.query('BEGIN');
+      const result = await fn(client);
+      await client.query(options.rollback ? 'ROLLBACK' : 'COMMIT');
+      return result;
+    } finally {
+      client.release();
+    }
+  }
+  if (t.db instanceof LiteDb) {
+    return t.db.lite.transaction(async (tx) => {
+      const result = await fn(tx);
+      if (options.rollback) await tx.rollback();
+      return result;
+    });
+  }
+  throw new Error('unknown backend');
+}
+
+const createOrders = `CREATE TABLE IF NOT EXISTS app_orders (id INT PRIMARY KEY, state TEXT NOT NULL)`;
+const countOrders = sql('test_count_orders', 'SELECT count(*)::int AS n FROM app_orders');
+
+/** An application table for the caller's own state change. */
+export async function appOrders(t: TestDatabase): Promise<{ count(): Promise<number> }> {
+  await t.db.exec(createOrders);
+  await t.db.exec('TRUNCATE app_orders');
+  return {
+    count: async () => (await t.db.query<{ n: number }>(countOrders))[0]!.n,
+  };
+}
+
+/** The caller's own write, on its transaction. */
+export async function insertOrder(tx: unknown, id: number): Promise<void> {
+  const text = 'INSERT INTO app_orders (id, state) VALUES ($1, $2)';
+  await (tx as { query(text: string, values: unknown[]): Promise<unknown> }).query(text, [id, 'placed']);
+}
