@@ -8,6 +8,8 @@ const LATENESS_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 1
 
 export class Metrics {
   readonly registry = new Registry();
+  /** Sources read at scrape time (e.g. counts from the database); a failing one is skipped. */
+  readonly #collectors: (() => Promise<void>)[] = [];
 
   readonly alarms = new Gauge({
     name: 'chronos_alarms',
@@ -15,6 +17,10 @@ export class Metrics {
     labelNames: ['status'] as const,
     registers: [this.registry],
   });
+
+  onScrape(collector: () => Promise<void>): void {
+    this.#collectors.push(collector);
+  }
 
   readonly deliveries = new Counter({
     name: 'chronos_deliveries_total',
@@ -65,6 +71,7 @@ export class Metrics {
   });
 
   async render(): Promise<string> {
+    await Promise.all(this.#collectors.map((collect) => collect().catch(() => undefined)));
     return this.registry.metrics();
   }
 }

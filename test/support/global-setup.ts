@@ -31,7 +31,8 @@ async function preparePostgres(): Promise<boolean> {
     await admin.connect();
   } catch (error) {
     const message = `PostgreSQL is not reachable at ${TEST_DATABASE_URL} (${(error as Error).message})`;
-    if (process.env.CI) throw new Error(`${message}; in CI a missing database is a failure`);
+    if (process.env.CI)
+      throw new Error(`${message}; in CI a missing database is a failure`, { cause: error });
     console.warn(
       `\n!!! ${message}.\n!!! The PostgreSQL leg of the suite is NOT running: only PGlite is tested.\n` +
         '!!! Start PostgreSQL or set TEST_DATABASE_URL.\n',

@@ -1,0 +1,140 @@
+/**
+ * Every environment variable Chronos reads, its default and its validation, in one place.
+ * The README's configuration table is this list. A bad value stops start-up with one line per
+ * variable: `CHRONOS_LEASE: expected a duration such as "30s", got "thirty"`.
+ */
+import { ChronosError, describeValue, type FieldError } from './errors.js';
+import { parseDuration } from './schedule/duration.js';
+
+export interface Config {
+  /** PostgreSQL; when absent, the embedded store in `dataDir`. */
+  databaseUrl: string | undefined;
+  dataDir: string;
+  port: number;
+  host: string;
+  routerUrl: string | undefined;
+  /** `whsec_…` secrets; during a rotation two are given and both signatures are sent. */
+  webhookSecrets: string[];
+  fallbackUrl: string | undefined;
+  operatorToken: string | undefined;
+  leaseMs: number;
+  nudgeAfterMs: number;
+  escalateAfterMs: number;
+  replyWindowMs: number;
+  retentionMs: number;
+  retryBaseMs: number;
+  retryMaxMs: number;
+  deliveryTimeoutMs: number;
+  minCronIntervalMs: number;
+  maxActiveAlarms: number;
+  createRatePerMinute: number;
+  pollIntervalMs: number;
+  trackerIntervalMs: number;
+  batchSize: number | undefined;
+  concurrency: number;
+  shutdownGraceMs: number;
+  logLevel: string;
+  /** For `chronos mcp` (stdio): the owner, by key or by DID. */
+  apiKey: string | undefined;
+  ownerDid: string | undefined;
+}
+
+type Env = Record<string, string | undefined>;
+
+/** Reads the configuration from `env`; throws `invalid_input` naming every bad variable. */
+export function loadConfig(env: Env = process.env): Config {
+  const errors: FieldError[] = [];
+  const fail = (name: string, expected: string, got: unknown) =>
+    errors.push({ path: name, message: `${name}: expected ${expected}, got ${describeValue(got)}` });
+
+  const text = (name: string) => {
+    const value = env[name]?.trim();
+    return value === undefined || value === '' ? undefined : value;
+  };
+  const duration = (name: string, fallback: string, minMs = 0) => {
+    const raw = text(name) ?? fallback;
+    try {
+      const ms = parseDuration(raw, name);
+      if (ms < minMs) fail(name, `a duration of at least ${minMs} ms`, raw);
+      return ms;
+    } catch {
+      fail(name, 'a duration such as "250ms", "30s", "5m" or "1h"', raw);
+      return parseDuration(fallback, name);
+    }
+  };
+  const integer = (name: string, fallback: number, min: number, max = Number.MAX_SAFE_INTEGER) => {
+    const raw = text(name);
+    if (raw === undefined) return fallback;
+    const n = /^\d+$/.test(raw) ? Number(raw) : NaN;
+    if (!Number.isSafeInteger(n) || n < min || n > max) {
+      fail(name, `a whole number from ${min} to ${max}`, raw);
+      return fallback;
+    }
+    return n;
+  };
+  const url = (name: string) => {
+    const raw = text(name);
+    if (raw === undefined) return undefined;
+    try {
+      const parsed = new URL(raw);
+      if (parsed.protocol === 'http:' || parsed.protocol === 'https:') return raw;
+    } catch {
+      // reported below
+    }
+    fail(name, 'an http(s) URL such as "https://router.example/wakes"', raw);
+    return undefined;
+  };
+  const secrets = (text('CHRONOS_WEBHOOK_SECRET') ?? '').split(/[\s,]+/).filter(Boolean);
+  for (const secret of secrets) {
+    const body = secret.startsWith('whsec_') ? secret.slice(6) : '';
+    if (body === '' || !/^[A-Za-z0-9+/]+={0,2}$/.test(body)) {
+      errors.push({
+        path: 'CHRONOS_WEBHOOK_SECRET',
+        message:
+          'CHRONOS_WEBHOOK_SECRET: expected "whsec_" followed by base64 (two, separated by a space, during a rotation), got a value of another form',
+      });
+    }
+  }
+
+  const config: Config = {
+    databaseUrl: text('DATABASE_URL'),
+    dataDir: text('CHRONOS_DATA_DIR') ?? './.chronos',
+    port: integer('PORT', 8080, 0, 65_535),
+    host: text('HOST') ?? '0.0.0.0',
+    routerUrl: url('CHRONOS_ROUTER_URL'),
+    webhookSecrets: secrets,
+    fallbackUrl: url('CHRONOS_FALLBACK_URL'),
+    operatorToken: text('CHRONOS_OPERATOR_TOKEN'),
+    leaseMs: duration('CHRONOS_LEASE', '30s', 1_000),
+    nudgeAfterMs: duration('CHRONOS_NUDGE_AFTER', '5m'),
+    escalateAfterMs: duration('CHRONOS_ESCALATE_AFTER', '12m'),
+    replyWindowMs: duration('CHRONOS_REPLY_WINDOW', '2m'),
+    retentionMs: duration('CHRONOS_RETENTION', '7d'),
+    retryBaseMs: duration('CHRONOS_RETRY_BASE', '1s', 1),
+    retryMaxMs: duration('CHRONOS_RETRY_MAX', '1h', 1),
+    deliveryTimeoutMs: duration('CHRONOS_DELIVERY_TIMEOUT', '10s', 1),
+    minCronIntervalMs: duration('CHRONOS_MIN_CRON_INTERVAL', '60s'),
+    maxActiveAlarms: integer('CHRONOS_MAX_ACTIVE_ALARMS', 1_000, 0),
+    createRatePerMinute: integer('CHRONOS_CREATE_RATE', 120, 0),
+    pollIntervalMs: duration('CHRONOS_POLL_INTERVAL', '1s', 10),
+    trackerIntervalMs: duration('CHRONOS_TRACKER_INTERVAL', '5s', 10),
+    batchSize:
+      text('CHRONOS_BATCH_SIZE') === undefined ? undefined : integer('CHRONOS_BATCH_SIZE', 200, 1, 5_000),
+    concurrency: integer('CHRONOS_CONCURRENCY', 200, 1, 10_000),
+    shutdownGraceMs: duration('CHRONOS_SHUTDOWN_GRACE', '10s'),
+    logLevel: text('LOG_LEVEL') ?? 'info',
+    apiKey: text('CHRONOS_API_KEY'),
+    ownerDid: text('CHRONOS_OWNER_DID'),
+  };
+  if (config.escalateAfterMs < config.nudgeAfterMs) {
+    fail(
+      'CHRONOS_ESCALATE_AFTER',
+      'a duration no shorter than CHRONOS_NUDGE_AFTER',
+      text('CHRONOS_ESCALATE_AFTER'),
+    );
+  }
+  if (errors.length > 0) {
+    throw new ChronosError('invalid_input', errors.map((e) => e.message).join('\n'), { errors });
+  }
+  return config;
+}
