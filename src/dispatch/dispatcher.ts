@@ -86,6 +86,7 @@ export class Dispatcher {
   readonly #inFlight = new Map<string, InFlight>();
   #pending: Outcome[] = [];
   #recording: Promise<void> | null = null;
+  #flushScheduled = false;
   #loop: Promise<void> | null = null;
   #stopping = false;
   #wake: AbortController = new AbortController();
@@ -276,7 +277,17 @@ export class Dispatcher {
       this.#metrics?.lateness.observe(latenessMs / 1000);
     }
     this.#pending.push(outcome);
-    void this.#flush();
+    this.#scheduleFlush();
+  }
+
+  /** Flushes on the next turn of the event loop, so outcomes finishing together share a statement. */
+  #scheduleFlush(): void {
+    if (this.#flushScheduled) return;
+    this.#flushScheduled = true;
+    setImmediate(() => {
+      this.#flushScheduled = false;
+      void this.#flush();
+    });
   }
 
   /** Writes every pending outcome; one recording at a time, each taking all that waits. */
@@ -284,7 +295,7 @@ export class Dispatcher {
     if (!this.#recording) {
       this.#recording = this.#record().finally(() => {
         this.#recording = null;
-        if (this.#pending.length > 0) void this.#flush();
+        if (this.#pending.length > 0) this.#scheduleFlush();
       });
     }
     return this.#recording;

@@ -1,0 +1,169 @@
+import { expect, it } from 'vitest';
+import { TestClock } from '../../src/clock.js';
+import type { Delivery } from '../../src/receivers/receiver.js';
+import { sql } from '../../src/store/db.js';
+import { describeEachBackend, postgresOnly } from '../support/backends.js';
+import {
+  alarmRow,
+  backdate,
+  gate,
+  makeDispatcher,
+  makeService,
+  OWNER,
+  RecordingReceiver,
+  until,
+  wakesOf,
+} from '../support/harness.js';
+
+const api = { source: 'api' } as const;
+const HOUR = 3_600_000;
+
+describeEachBackend('dispatcher', ({ t, kind }) => {
+  it('a sleeping dispatcher is woken by a newly written due alarm without waiting for its poll', async () => {
+    const receiver = new RecordingReceiver();
+    // A fallback poll of an hour: only the notification can wake it in time.
+    const dispatcher = makeDispatcher(t.db, receiver, { pollIntervalMs: HOUR });
+    await dispatcher.start();
+    try {
+      const service = makeService(t.db);
+      const { alarm } = await service.create(OWNER, { at: new Date(Date.now() - 1_000).toISOString() }, api);
+      await until(() => receiver.fires.length === 1, 'the notified dispatcher to fire');
+      expect(receiver.fires[0]!.alarm.id).toBe(alarm.id);
+    } finally {
+      await dispatcher.stop();
+    }
+  });
+
+  it('stop() lets deliveries under way finish within the grace period', async () => {
+    const { alarm } = await makeService(t.db).create(OWNER, { in_seconds: 1 }, api);
+    await backdate(t.db, alarm.id, 2_000);
+    const held = gate<Delivery>();
+    const receiver = new RecordingReceiver();
+    receiver.behave = () => held.promise;
+    const dispatcher = makeDispatcher(t.db, receiver, { pollIntervalMs: HOUR });
+    await dispatcher.start();
+    await until(() => receiver.fires.length === 1, 'the delivery to start');
+    const stopping = dispatcher.stop(HOUR);
+    held.open({ ok: true });
+    await stopping;
+    expect((await alarmRow(t.db, alarm.id)).status).toBe('fired');
+  });
+
+  it('stop() gives back the leases of deliveries that outlive the grace period', async () => {
+    const { alarm } = await makeService(t.db).create(OWNER, { in_seconds: 1 }, api);
+    await backdate(t.db, alarm.id, 2_000);
+    const clock = new TestClock();
+    const receiver = new RecordingReceiver();
+    let aborted = false;
+    receiver.behave = (_fire, signal) =>
+      new Promise<Delivery>((resolve) =>
+        signal.addEventListener('abort', () => {
+          aborted = true;
+          resolve({ ok: false, retryable: true, error: 'aborted' });
+        }),
+      );
+    const dispatcher = makeDispatcher(t.db, receiver, { pollIntervalMs: HOUR, clock });
+    await dispatcher.start();
+    await until(() => receiver.fires.length === 1, 'the delivery to start');
+    const stopping = dispatcher.stop(5_000);
+    await until(() => clock.sleeping > 0, 'stop() to wait out its grace period');
+    clock.advance(5_000);
+    await stopping;
+    expect(aborted).toBe(true);
+    const row = await alarmRow(t.db, alarm.id);
+    // Released, not failed: due again at once for any worker, with no failure counted.
+    expect(row).toMatchObject({ status: 'active', claimed_at: null, failure_count: 0 });
+    const other = new RecordingReceiver();
+    expect(await makeDispatcher(t.db, other).runOnce()).toBe(1);
+    expect(other.fires[0]!.wakeId).toBe(receiver.fires[0]!.wakeId);
+  });
+
+  it('a cron alarm that requires an ack coalesces fires into its unacknowledged wake', async () => {
+    const service = makeService(t.db);
+    const { alarm } = await service.create(OWNER, { cron: '* * * * *', require_ack: true }, api);
+    const receiver = new RecordingReceiver();
+    const dispatcher = makeDispatcher(t.db, receiver);
+    await backdate(t.db, alarm.id, 61_000);
+    expect(await dispatcher.runOnce()).toBe(1);
+    expect(receiver.fires).toHaveLength(1);
+
+    // It fires again while the first wake waits for its ack: counted, not delivered.
+    await backdate(t.db, alarm.id, 61_000);
+    expect(await dispatcher.runOnce()).toBe(1);
+    expect(receiver.fires).toHaveLength(1);
+    const [wake] = await wakesOf(t.db, alarm.id);
+    expect(wake).toMatchObject({ status: 'delivered', fire_count: 2 });
+    const row = await alarmRow(t.db, alarm.id);
+    expect(row.status).toBe('active');
+    expect((row.next_fire_at as Date).getTime()).toBeGreaterThan(Date.now());
+    expect(row.last_fired_at).not.toBeNull();
+
+    // Once that wake was escalated, the next fire opens and delivers a fresh wake.
+    await t.db.query(sql('test_escalate', 'UPDATE wakes SET escalated_at = now() WHERE alarm_id = $1'), [
+      alarm.id,
+    ]);
+    await backdate(t.db, alarm.id, 61_000);
+    expect(await dispatcher.runOnce()).toBe(1);
+    expect(receiver.fires).toHaveLength(2);
+    expect(receiver.fires[1]!.wakeId).not.toBe(receiver.fires[0]!.wakeId);
+    expect(await wakesOf(t.db, alarm.id)).toHaveLength(2);
+  });
+
+  it('records a whole batch of outcomes in one statement', async () => {
+    const service = makeService(t.db);
+    for (let i = 0; i < 6; i++) {
+      const { alarm } = await service.create(OWNER, { in_seconds: 1 }, api);
+      await backdate(t.db, alarm.id, 2_000);
+    }
+    const statements: string[] = [];
+    const db = new Proxy(t.db, {
+      get(target, property, receiver) {
+        if (property === 'query') {
+          return (statement: { name: string }, values?: unknown[]) => {
+            statements.push(statement.name);
+            return target.query(statement as never, values);
+          };
+        }
+        return Reflect.get(target, property, receiver);
+      },
+    });
+    const receiver = new RecordingReceiver();
+    receiver.behave = (fire) =>
+      fire.alarm.id < '8' ? { ok: true } : { ok: false, retryable: true, error: 'try again' };
+    expect(await makeDispatcher(db, receiver).runOnce()).toBe(6);
+    expect(statements).toEqual(['alarms_claim_due', 'alarms_record_outcomes']);
+  });
+
+  postgresOnly(
+    kind,
+    'it kills server connections',
+    'carries on after its connections are killed, LISTEN included',
+    async () => {
+      const receiver = new RecordingReceiver();
+      const dispatcher = makeDispatcher(t.db, receiver, { pollIntervalMs: HOUR });
+      await dispatcher.start();
+      try {
+        const admin = t.openPool(1);
+        const killed = await admin.query<{ n: number }>(
+          sql(
+            'test_kill',
+            `SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity
+           WHERE datname = current_database() AND pid <> pg_backend_pid()`,
+          ),
+        );
+        expect(killed[0]!.n).toBeGreaterThan(0);
+        const { alarm } = await makeService(admin).create(
+          OWNER,
+          { at: new Date(Date.now() - 1_000).toISOString() },
+          api,
+        );
+        // Woken either by the notification on the new LISTEN connection, or by the re-poll made
+        // when it reconnected; the hour-long fallback poll never comes into it.
+        await until(() => receiver.fires.length === 1, 'the alarm to fire after the reconnect', 2_000_000);
+        expect(receiver.fires[0]!.alarm.id).toBe(alarm.id);
+      } finally {
+        await dispatcher.stop();
+      }
+    },
+  );
+});
