@@ -1,0 +1,62 @@
+import { describe, expect, it } from 'vitest';
+import { createAlarmSchema, parseBody } from './alarm-input.js';
+import type { ChronosError } from './errors.js';
+
+function refusal(body: unknown): ChronosError['errors'] {
+  try {
+    parseBody(createAlarmSchema, body);
+  } catch (error) {
+    return (error as ChronosError).errors;
+  }
+  throw new Error('expected a refusal');
+}
+
+describe('the create body', () => {
+  it('accepts every field of the contract', () => {
+    const body = {
+      label: 'check the build',
+      cron: '0 9 * * MON-FRI',
+      timezone: 'Europe/Paris',
+      conversation_id: 'conv-1',
+      wake_message: 'Check the build',
+      payload: { n: 1 },
+      idempotency_key: 'k',
+      max_failures: 3,
+      require_ack: false,
+    };
+    expect(parseBody(createAlarmSchema, body)).toEqual(body);
+  });
+
+  it('refuses unknown fields by name, with a suggestion', () => {
+    expect(refusal({ in_seconds: 5, message: 'hi' })).toEqual([
+      { path: 'message', message: expect.stringContaining('did you mean "wake_message"?') },
+    ]);
+  });
+
+  it('says what each field expects and what came', () => {
+    const errors = refusal({
+      in_seconds: 1.5,
+      label: 'x'.repeat(201),
+      max_failures: 0,
+      payload: [1],
+      require_ack: 'yes',
+    });
+    const byPath = Object.fromEntries(errors.map((e) => [e.path, e.message]));
+    expect(byPath.in_seconds).toBe(
+      'in_seconds: expected a whole number of seconds from 1 to 315360000, got 1.5',
+    );
+    expect(byPath.label).toMatch(/^label: expected a string of at most 200 characters, got 201 characters/);
+    expect(byPath.max_failures).toBe('max_failures: expected a whole number from 1 to 100, got 0');
+    expect(byPath.payload).toMatch(/^payload: expected a JSON object/);
+    expect(byPath.require_ack).toBe('require_ack: expected true or false, got "yes"');
+  });
+
+  it('refuses text PostgreSQL would change: NUL characters and unpaired surrogates', () => {
+    expect(refusal({ in_seconds: 5, wake_message: 'a\u0000b' })[0]?.path).toBe('wake_message');
+    expect(refusal({ in_seconds: 5, label: '\ud800' })[0]?.path).toBe('label');
+  });
+
+  it('refuses a body that is not an object, on the path ""', () => {
+    expect(refusal([1, 2])).toEqual([{ path: '', message: 'body: expected a JSON object, got an array' }]);
+  });
+});

@@ -1,0 +1,61 @@
+import { describe, expect, it } from 'vitest';
+import { loadConfig } from './config.js';
+import { isChronosError } from './errors.js';
+
+describe('loadConfig', () => {
+  it('has the documented defaults', () => {
+    const config = loadConfig({});
+    expect(config).toMatchObject({
+      databaseUrl: undefined,
+      dataDir: './.chronos',
+      port: 8080,
+      leaseMs: 30_000,
+      nudgeAfterMs: 300_000,
+      escalateAfterMs: 720_000,
+      replyWindowMs: 120_000,
+      retryBaseMs: 1_000,
+      retryMaxMs: 3_600_000,
+      deliveryTimeoutMs: 10_000,
+      minCronIntervalMs: 60_000,
+      maxActiveAlarms: 1_000,
+      createRatePerMinute: 120,
+      webhookSecrets: [],
+    });
+  });
+
+  it('reads durations, numbers, URLs and rotating secrets', () => {
+    const config = loadConfig({
+      CHRONOS_LEASE: '1m30s',
+      CHRONOS_RETRY_BASE: '250ms',
+      PORT: '9090',
+      CHRONOS_ROUTER_URL: 'http://127.0.0.1:9000/wakes',
+      CHRONOS_WEBHOOK_SECRET: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw whsec_c2Vjb25k',
+    });
+    expect(config).toMatchObject({ leaseMs: 90_000, retryBaseMs: 250, port: 9090 });
+    expect(config.webhookSecrets).toHaveLength(2);
+  });
+
+  it('names every bad variable, what it expected and what it got', () => {
+    const error = (() => {
+      try {
+        loadConfig({
+          CHRONOS_LEASE: 'thirty',
+          PORT: 'eighty',
+          CHRONOS_ROUTER_URL: 'ftp://x',
+          CHRONOS_WEBHOOK_SECRET: 'hunter2',
+        });
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect(isChronosError(error, 'invalid_input')).toBe(true);
+    const paths = (error as { errors: { path: string }[] }).errors.map((e) => e.path);
+    expect(new Set(paths)).toEqual(
+      new Set(['PORT', 'CHRONOS_ROUTER_URL', 'CHRONOS_WEBHOOK_SECRET', 'CHRONOS_LEASE']),
+    );
+    expect((error as Error).message).toContain(
+      'CHRONOS_LEASE: expected a duration such as "250ms", "30s", "5m" or "1h", got "thirty"',
+    );
+    expect((error as Error).message).not.toContain('hunter2');
+  });
+});
