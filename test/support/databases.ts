@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { inject } from 'vitest';
 import { LiteDb, PgDb, sql, type BackendKind, type Db } from '../../src/store/db.js';
-import { LITE_TEMPLATE_FILE, PG_TEMPLATE, TEST_DATABASE_URL, TMP_DIR, withDatabase } from './env.js';
+import { liteTemplateFile, pgTemplateName, TEST_DATABASE_URL, TMP_DIR, withDatabase } from './env.js';
 
 export interface TestDatabase {
   db: Db;
@@ -39,7 +39,7 @@ async function createPostgres(): Promise<TestDatabase> {
   const name = `chronos_test_${process.pid}_${randomBytes(4).toString('hex')}`;
   const admin = new pg.Client({ connectionString: TEST_DATABASE_URL });
   await admin.connect();
-  await admin.query(`CREATE DATABASE ${name} TEMPLATE ${PG_TEMPLATE}`);
+  await admin.query(`CREATE DATABASE ${name} TEMPLATE ${pgTemplateName(inject('runId'))}`);
   await admin.end();
   const url = withDatabase(TEST_DATABASE_URL, name);
   const pools: PgDb[] = [];
@@ -73,7 +73,7 @@ async function createPostgres(): Promise<TestDatabase> {
 let liteTemplate: Blob | null = null;
 
 async function createPglite(): Promise<TestDatabase> {
-  liteTemplate ??= new Blob([await readFile(LITE_TEMPLATE_FILE)]);
+  liteTemplate ??= new Blob([await readFile(liteTemplateFile(inject('runId')))]);
   const dir = join(TMP_DIR, `lite-${process.pid}-${randomBytes(4).toString('hex')}`);
   const open = async () => {
     const lite = await PGlite.create(dir, existsSync(dir) ? {} : { loadDataDir: liteTemplate! });

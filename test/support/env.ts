@@ -3,9 +3,11 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL ?? 'postgres://root@127.0.0.1:5432/test';
-export const PG_TEMPLATE = 'chronos_test_template';
 export const TMP_DIR = fileURLToPath(new URL('../../.tmp/', import.meta.url));
-export const LITE_TEMPLATE_FILE = join(TMP_DIR, 'pglite-template.tar.gz');
+
+/** Per test run (the id is the runner's pid), so runs side by side never share a template. */
+export const pgTemplateName = (runId: number) => `chronos_test_template_${runId}`;
+export const liteTemplateFile = (runId: number) => join(TMP_DIR, `pglite-template-${runId}.tar.gz`);
 
 /** The same server, another database. */
 export function withDatabase(url: string, database: string): string {

@@ -3,29 +3,46 @@
  * it) and a migrated PGlite data directory dump (each test file loads it). Migrating once is
  * what keeps PGlite's seconds-long first initialisation out of every test file.
  */
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
 import type { TestProject } from 'vitest/node';
 import pg from 'pg';
 import { PGlite } from '@electric-sql/pglite';
 import { LiteDb, PgDb } from '../../src/store/db.js';
 import { migrate } from '../../src/store/migrate.js';
-import { PG_TEMPLATE, TEST_DATABASE_URL, TMP_DIR, LITE_TEMPLATE_FILE, withDatabase } from './env.js';
+import { liteTemplateFile, pgTemplateName, TEST_DATABASE_URL, TMP_DIR, withDatabase } from './env.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
     postgres: boolean;
+    runId: number;
   }
 }
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   await mkdir(TMP_DIR, { recursive: true });
-  const postgres = await preparePostgres();
+  const runId = process.pid;
+  const template = pgTemplateName(runId);
+  const postgres = await preparePostgres(template);
   project.provide('postgres', postgres);
-  await preparePglite();
-  return async () => {};
+  project.provide('runId', runId);
+  await preparePglite(liteTemplateFile(runId));
+  return async () => {
+    await rm(liteTemplateFile(runId), { force: true });
+    if (postgres) await dropDatabase(template);
+  };
 }
 
-async function preparePostgres(): Promise<boolean> {
+async function dropDatabase(name: string): Promise<void> {
+  const admin = new pg.Client({ connectionString: TEST_DATABASE_URL });
+  await admin.connect();
+  try {
+    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+  } finally {
+    await admin.end();
+  }
+}
+
+async function preparePostgres(template: string): Promise<boolean> {
   const admin = new pg.Client({ connectionString: TEST_DATABASE_URL });
   try {
     await admin.connect();
@@ -40,25 +57,24 @@ async function preparePostgres(): Promise<boolean> {
     return false;
   }
   try {
-    await admin.query(`DROP DATABASE IF EXISTS ${PG_TEMPLATE} WITH (FORCE)`);
-    await admin.query(`CREATE DATABASE ${PG_TEMPLATE}`);
+    await admin.query(`DROP DATABASE IF EXISTS ${template} WITH (FORCE)`);
+    await admin.query(`CREATE DATABASE ${template}`);
   } finally {
     await admin.end();
   }
-  const db = withDatabase(TEST_DATABASE_URL, PG_TEMPLATE);
-  const template = PgDb.connect(db, 1);
+  const db = PgDb.connect(withDatabase(TEST_DATABASE_URL, template), 1);
   try {
-    await migrate(template);
+    await migrate(db);
   } finally {
-    await template.close();
+    await db.close();
   }
   return true;
 }
 
-async function preparePglite(): Promise<void> {
+async function preparePglite(file: string): Promise<void> {
   const lite = await PGlite.create();
   await migrate(new LiteDb(lite));
   const dump = await lite.dumpDataDir('gzip');
-  await writeFile(LITE_TEMPLATE_FILE, Buffer.from(await dump.arrayBuffer()));
+  await writeFile(file, Buffer.from(await dump.arrayBuffer()));
   await lite.close();
 }
