@@ -117,6 +117,7 @@ export class Dispatcher {
    * claimed. Tests call this directly instead of starting the loop.
    */
   async runOnce(): Promise<number> {
+    if ((this.#receiver.holdMs?.() ?? 0) > 0) return 0;
     const claims = await this.#claim(
       Math.max(0, Math.min(this.#batchSize, this.#concurrency - this.inFlight)),
     );
@@ -174,6 +175,12 @@ export class Dispatcher {
     let errorDelayMs = 100;
     while (!this.#stopping) {
       try {
+        // The receiver's target is known to be down: claiming now would only spend retries.
+        const holdMs = this.#receiver.holdMs?.() ?? 0;
+        if (holdMs > 0) {
+          await this.#sleep(Math.min(holdMs, this.#pollIntervalMs));
+          continue;
+        }
         const free = Math.min(this.#batchSize, this.#concurrency - this.inFlight);
         if (free > 0) {
           const claims = await this.#claim(free);

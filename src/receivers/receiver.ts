@@ -32,4 +32,10 @@ export interface Receiver {
   readonly name: string;
   /** Must settle; `signal` aborts when the lease would otherwise be outlived. Never throws. */
   deliver(fire: Fire, signal: AbortSignal): Promise<Delivery>;
+  /**
+   * Optional: how long the dispatcher should wait before claiming more (the receiver's target is
+   * known to be unreachable), 0 to claim now. Held wakes are not attempted, so an outage delays
+   * them instead of spending their retries; they are not lost.
+   */
+  holdMs?(): number;
 }

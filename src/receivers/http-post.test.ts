@@ -1,0 +1,216 @@
+import { randomBytes } from 'node:crypto';
+import { Webhook } from 'standardwebhooks';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { Sink } from '../../test/support/sink.js';
+import { createDeliveryAgent, parseRetryAfter, postSigned, type SignedPost } from './http-post.js';
+
+const SECRET = `whsec_${randomBytes(24).toString('base64')}`;
+
+describe('postSigned', () => {
+  let sink: Sink;
+  const agent = createDeliveryAgent({ connections: 4 });
+  const post = (overrides: Partial<SignedPost> = {}) =>
+    postSigned({
+      url: sink.url(),
+      msgId: 'wake-1',
+      body: '{"n":12345678901234567890}',
+      secrets: [SECRET],
+      timeoutMs: 2_000,
+      dispatcher: agent,
+      ...overrides,
+    });
+
+  beforeAll(async () => {
+    sink = await Sink.start();
+  });
+  afterEach(async () => {
+    await sink.up();
+    sink.reset();
+  });
+  afterAll(async () => {
+    await sink.close();
+    await agent.close();
+  });
+
+  it('POSTs the body as given, signed, as JSON, and counts a 2xx as delivered', async () => {
+    sink.answer({ status: 204 });
+    expect(await post()).toEqual({ ok: true, statusCode: 204, kind: 'answered' });
+    const [request] = sink.requests;
+    expect(request!.method).toBe('POST');
+    expect(request!.path).toBe('/wakes');
+    expect(request!.body).toBe('{"n":12345678901234567890}');
+    expect(request!.headers['content-type']).toBe('application/json');
+    expect(request!.headers['webhook-id']).toBe('wake-1');
+    expect(() => new Webhook(SECRET).verify(request!.rawBody, request!.headers)).not.toThrow();
+  });
+
+  it('keeps the connection alive between requests', async () => {
+    for (let i = 0; i < 5; i++) expect((await post()).ok).toBe(true);
+    expect(sink.connections).toBe(1);
+  });
+
+  it.each([
+    [408, 'Request Timeout'],
+    [429, 'Too Many Requests'],
+    [500, 'Internal Server Error'],
+    [502, 'Bad Gateway'],
+    [503, 'Service Unavailable'],
+  ])('retries after a %i answer', async (status, reason) => {
+    sink.answer({ status });
+    expect(await post()).toEqual({
+      ok: false,
+      retryable: true,
+      statusCode: status,
+      error: `router answered ${status} ${reason}`,
+      kind: 'answered',
+    });
+  });
+
+  it.each([
+    [400, 'Bad Request'],
+    [401, 'Unauthorized'],
+    [404, 'Not Found'],
+    [410, 'Gone'],
+    [422, 'Unprocessable Entity'],
+  ])('does not retry after a %i answer', async (status, reason) => {
+    sink.answer({ status });
+    expect(await post()).toEqual({
+      ok: false,
+      retryable: false,
+      statusCode: status,
+      error: `router answered ${status} ${reason}`,
+      kind: 'answered',
+    });
+  });
+
+  it('does not follow a redirect, and says so', async () => {
+    sink.answer({ status: 301, headers: { location: 'http://elsewhere.example/' } });
+    expect(await post()).toMatchObject({
+      ok: false,
+      retryable: false,
+      statusCode: 301,
+      error: 'router answered 301 Moved Permanently (redirects are not followed)',
+    });
+  });
+
+  it('adds the start of the answer’s body, on one line, to the error', async () => {
+    sink.answer({ status: 400, body: 'unknown\n  user_id ' + 'x'.repeat(500) });
+    const delivery = await post();
+    expect(delivery.ok).toBe(false);
+    if (delivery.ok) return;
+    expect(delivery.error).toMatch(/^router answered 400 Bad Request: unknown user_id x+…$/);
+    expect(delivery.error.length).toBeLessThan(260);
+  });
+
+  it('reads Retry-After in seconds and as an HTTP-date', async () => {
+    sink.answer({ status: 429, headers: { 'retry-after': '7' } });
+    expect(await post()).toMatchObject({ retryable: true, retryAfterMs: 7_000 });
+    const now = Date.parse('2030-01-01T00:00:00Z');
+    sink.answer({ status: 503, headers: { 'retry-after': 'Tue, 01 Jan 2030 00:01:30 GMT' } });
+    expect(await post({ now: () => now })).toMatchObject({ retryable: true, retryAfterMs: 90_000 });
+  });
+
+  it('gives up on a hanging receiver after the timeout and drops the request', async () => {
+    sink.always({ hang: true });
+    const delivery = await post({ timeoutMs: 100 });
+    expect(delivery).toEqual({
+      ok: false,
+      retryable: true,
+      error: 'router timed out after 100 ms',
+      kind: 'timeout',
+    });
+    await expect.poll(() => sink.requests[0]?.clientGone).toBe(true);
+  });
+
+  it('stops when the caller aborts', async () => {
+    sink.always({ hang: true });
+    const abort = new AbortController();
+    const delivery = post({ signal: abort.signal });
+    await sink.waitFor(1);
+    abort.abort();
+    expect(await delivery).toMatchObject({
+      ok: false,
+      retryable: true,
+      error: expect.stringMatching(/^router timed out after \d+ ms \(delivery aborted\)$/),
+    });
+  });
+
+  it('retries when the receiver closes the connection without answering', async () => {
+    sink.answer({ close: true });
+    expect(await post()).toMatchObject({
+      ok: false,
+      retryable: true,
+      error: expect.stringMatching(/^router connection failed: UND_ERR_SOCKET/),
+      kind: 'connection',
+    });
+  });
+
+  it('retries when nothing listens, naming the error code only', async () => {
+    await sink.down();
+    // A fresh pool: a kept-alive socket the sink just dropped fails as UND_ERR_SOCKET instead.
+    const fresh = createDeliveryAgent({ connections: 1 });
+    const url = `${sink.url()}?token=s3cret`;
+    const delivery = await post({ url, target: 'fallback', dispatcher: fresh });
+    await fresh.close();
+    expect(delivery).toEqual({
+      ok: false,
+      retryable: true,
+      error: 'fallback unreachable: ECONNREFUSED',
+      kind: 'unreachable',
+    });
+  });
+
+  it('settles without throwing when nothing can be sent (a malformed URL)', async () => {
+    const delivery = await post({ url: 'not a url?token=s3cret' });
+    expect(delivery).toEqual({
+      ok: false,
+      retryable: true,
+      error: 'router request not sent: TypeError',
+      kind: 'connection',
+    });
+  });
+
+  it('is aborted before it is sent when the signal already fired', async () => {
+    const abort = new AbortController();
+    abort.abort();
+    expect(await post({ signal: abort.signal })).toMatchObject({
+      ok: false,
+      retryable: true,
+      kind: 'timeout',
+    });
+    expect(sink.received).toBe(0);
+  });
+
+  it('never puts the secret, a header or the URL in an error', async () => {
+    sink.answer({ status: 500 });
+    const url = `${sink.url()}?token=s3cret`;
+    const results = [await post({ url, headers: { authorization: 'Bearer s3cret' } })];
+    sink.answer({ close: true });
+    results.push(await post({ url }));
+    await sink.down();
+    results.push(await post({ url }));
+    for (const delivery of results) {
+      expect(delivery.ok).toBe(false);
+      if (delivery.ok) continue;
+      for (const secret of ['s3cret', SECRET, SECRET.slice(6), '127.0.0.1', String(sink.port)]) {
+        expect(delivery.error).not.toContain(secret);
+      }
+    }
+  });
+});
+
+describe('parseRetryAfter', () => {
+  const now = Date.parse('2030-01-01T00:00:00Z');
+  it.each([
+    ['0', 0],
+    ['120', 120_000],
+    [' 5 ', 5_000],
+    ['Tue, 01 Jan 2030 00:00:10 GMT', 10_000],
+    ['Mon, 31 Dec 2029 23:00:00 GMT', 0],
+  ])('reads %j as %i ms', (value, ms) => {
+    expect(parseRetryAfter(value, now)).toBe(ms);
+  });
+  it.each([undefined, '', 'soon', '-5', '1.5', '2030-01-01'])('ignores %j', (value) => {
+    expect(parseRetryAfter(value, now)).toBeUndefined();
+  });
+});

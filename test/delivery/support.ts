@@ -1,0 +1,55 @@
+/**
+ * Webhook delivery on a test database: a real local sink, the WebhookReceiver pointed at it, and
+ * a dispatcher over both. Rows are moved in time, never waited for.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Dispatcher, DispatcherOptions } from '../../src/dispatch/dispatcher.js';
+import { WebhookReceiver, type WebhookReceiverOptions } from '../../src/receivers/webhook.js';
+import { sql, type Db, type Executor, type Row } from '../../src/store/db.js';
+import { makeDispatcher } from '../support/harness.js';
+import type { Sink } from '../support/sink.js';
+
+export const newSecret = (): string => `whsec_${randomBytes(32).toString('base64')}`;
+
+export interface Delivery {
+  receiver: WebhookReceiver;
+  dispatcher: Dispatcher;
+}
+
+/** A WebhookReceiver posting to `sink`, and a dispatcher delivering through it. */
+export function webhookDispatcher(
+  db: Db,
+  sink: Sink,
+  options: { receiver?: Partial<WebhookReceiverOptions>; dispatcher?: Partial<DispatcherOptions> } = {},
+): Delivery {
+  const receiver = new WebhookReceiver({
+    url: sink.url(),
+    secrets: [],
+    timeoutMs: 5_000,
+    concurrency: 16,
+    ...options.receiver,
+  });
+  const dispatcher = makeDispatcher(db, receiver, options.dispatcher);
+  return { receiver, dispatcher };
+}
+
+const attemptsStmt = sql(
+  'test_attempts_of',
+  `SELECT t.attempt, t.outcome, t.status_code, t.error, t.started_at, t.duration_ms
+   FROM wake_attempts t JOIN wakes w ON w.id = t.wake_id
+   WHERE w.alarm_id = $1 ORDER BY t.started_at, t.attempt`,
+);
+
+/** The fire history of an alarm: one row per delivery attempt, oldest first. */
+export async function attemptsOf(db: Executor, alarmId: string): Promise<Row[]> {
+  return db.query(attemptsStmt, [alarmId]);
+}
+
+/**
+ * How far past the end of the attempt `next_fire_at` was set: the backoff the dispatcher chose
+ * (to the millisecond: the attempt's start and duration are recorded in whole milliseconds).
+ */
+export function backoffMs(row: Row, attempt: Row): number {
+  const finished = (attempt.started_at as Date).getTime() + (attempt.duration_ms as number);
+  return (row.next_fire_at as Date).getTime() - finished;
+}
