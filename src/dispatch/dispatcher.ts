@@ -174,6 +174,9 @@ export class Dispatcher {
   async #run(): Promise<void> {
     let errorDelayMs = 100;
     while (!this.#stopping) {
+      // Re-arm before looking, not before sleeping: a poke that lands while the claim or the
+      // next-due probe runs (a NOTIFY for a row they may not have seen) must cut the sleep short.
+      if (this.#wake.signal.aborted) this.#wake = new AbortController();
       try {
         // The receiver's target is known to be down: claiming now would only spend retries.
         const holdMs = this.#receiver.holdMs?.() ?? 0;
@@ -206,12 +209,10 @@ export class Dispatcher {
     return Math.min(this.#pollIntervalMs, Math.max(2, Math.ceil(ms)));
   }
 
+  /** Sleeps for `ms` or until poked; a poke since the loop last re-armed returns at once. */
   async #sleep(ms: number): Promise<void> {
-    if (this.#wake.signal.aborted) this.#wake = new AbortController();
-    const signal = this.#wake.signal;
     if (this.#stopping) return;
-    await this.#clock.sleep(ms, signal);
-    if (signal.aborted) this.#wake = new AbortController();
+    await this.#clock.sleep(ms, this.#wake.signal);
   }
 
   async #claim(limit: number): Promise<Claim[]> {

@@ -34,6 +34,50 @@ describeEachBackend('dispatcher', ({ t, kind }) => {
     }
   });
 
+  it('a notification that lands while the dispatcher is looking still wakes its next sleep', async () => {
+    // The next-due probe is held until the test lets it answer; meanwhile a due alarm is written
+    // and its notification arrives. The probe then answers "nothing due" (it ran before the
+    // write), and the dispatcher must not sleep out its hour-long poll on that stale answer.
+    const probeHeld = gate();
+    let probing = false;
+    let notified = false;
+    const db = new Proxy(t.db, {
+      get(target, property, receiver) {
+        if (property === 'query') {
+          return async (statement: { name: string }, values?: unknown[]) => {
+            const rows = await target.query(statement as never, values);
+            if (statement.name === 'alarms_next_due' && !notified) {
+              probing = true;
+              await probeHeld.promise;
+            }
+            return rows;
+          };
+        }
+        if (property === 'listen') {
+          return (channel: string, onNotify: (payload: string) => void) =>
+            target.listen(channel, (payload) => {
+              notified = true;
+              onNotify(payload);
+            });
+        }
+        return Reflect.get(target, property, receiver);
+      },
+    });
+    const receiver = new RecordingReceiver();
+    const dispatcher = makeDispatcher(db, receiver, { pollIntervalMs: HOUR });
+    await dispatcher.start();
+    try {
+      await until(() => probing, 'the dispatcher to probe for the next due alarm');
+      await makeService(t.db).create(OWNER, { at: new Date(Date.now() - 1_000).toISOString() }, api);
+      await until(() => notified, 'the notification to arrive');
+      probeHeld.open();
+      await until(() => receiver.fires.length === 1, 'the alarm to fire');
+    } finally {
+      probeHeld.open();
+      await dispatcher.stop();
+    }
+  });
+
   it('stop() lets deliveries under way finish within the grace period', async () => {
     const { alarm } = await makeService(t.db).create(OWNER, { in_seconds: 1 }, api);
     await backdate(t.db, alarm.id, 2_000);
