@@ -2,7 +2,17 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', '.chronos/**', '.chronos-*/**', '.tmp/**', 'bench/scratch/**', 'bin/**'] },
+  {
+    ignores: [
+      'dist/**',
+      'node_modules/**',
+      '.chronos/**',
+      '.chronos-*/**',
+      '.tmp/**',
+      'bench/scratch/**',
+      'bin/**',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -17,8 +17,6 @@ import { isUuid, type Owner } from './owner.js';
 import { resolveSchedule, type ScheduleInput } from './schedule/resolve.js';
 import {
   alarmsCancel,
-  alarmsCountActive,
-  alarmsCountRecent,
   alarmsGet,
   alarmsGetByKey,
   alarmsInsert,
@@ -84,8 +82,7 @@ export class AlarmService {
       const existing = await alarmsGetByKey(ex, owner.did, key);
       if (existing) return { alarm: existing, deduped: true };
     }
-    await this.#checkQuotas(ex, owner);
-    return alarmsInsert(
+    const result = await alarmsInsert(
       ex,
       {
         ...schedule,
@@ -101,6 +98,21 @@ export class AlarmService {
         source: write.source,
       },
       this.options.notifyHorizonMs,
+      this.options.quotas,
+    );
+    if ('alarm' in result) return result;
+    const { maxActiveAlarms, createRatePerMinute } = this.options.quotas;
+    if (result.quota === 'create_rate') {
+      throw new ChronosError(
+        'quota',
+        `create_rate: at most ${createRatePerMinute} alarms a minute per owner; try again in ${result.retryAfterSeconds} s`,
+        { limit: 'create_rate', retryAfterSeconds: result.retryAfterSeconds },
+      );
+    }
+    throw new ChronosError(
+      'quota',
+      `max_active_alarms: at most ${maxActiveAlarms} active alarms per owner; cancel some first`,
+      { limit: 'max_active_alarms', retryAfterSeconds: 60 },
     );
   }
 
@@ -198,30 +210,6 @@ export class AlarmService {
       minCronIntervalMs: this.options.quotas.minCronIntervalMs,
     });
   }
-
-  async #checkQuotas(ex: Executor, owner: Owner): Promise<void> {
-    const { maxActiveAlarms, createRatePerMinute } = this.options.quotas;
-    if (createRatePerMinute > 0) {
-      const recent = await alarmsCountRecent(ex, owner.did, createRatePerMinute);
-      if (recent.count >= createRatePerMinute) {
-        throw new ChronosError(
-          'quota',
-          `create_rate: at most ${createRatePerMinute} alarms a minute per owner; try again in ${recent.resetSeconds} s`,
-          { limit: 'create_rate', retryAfterSeconds: recent.resetSeconds },
-        );
-      }
-    }
-    if (maxActiveAlarms > 0) {
-      const active = await alarmsCountActive(ex, owner.did);
-      if (active >= maxActiveAlarms) {
-        throw new ChronosError(
-          'quota',
-          `max_active_alarms: at most ${maxActiveAlarms} active alarms per owner; cancel some first`,
-          { limit: 'max_active_alarms', retryAfterSeconds: 60 },
-        );
-      }
-    }
-  }
 }
 
 function refFor(ref: AlarmRef): AlarmRef {
@@ -245,7 +233,39 @@ function payloadText(parsed: CreateAlarmBody['payload'], raw: string | undefined
       'a \\u0000',
     );
   }
+  if (hasUnpairedSurrogateEscape(text)) {
+    throw invalidInput(
+      'payload',
+      'JSON whose strings are well-formed Unicode (PostgreSQL refuses an unpaired surrogate escape such as \\ud800)',
+      'an unpaired surrogate escape',
+    );
+  }
   return text;
+}
+
+/** True when a JSON text escapes half a surrogate pair (such as a lone \\ud800), which JSONB refuses. */
+function hasUnpairedSurrogateEscape(text: string): boolean {
+  let pendingHigh = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c !== 0x5c) {
+      if (pendingHigh) return true;
+      continue;
+    }
+    const next = text[i + 1];
+    if (next !== 'u') {
+      if (pendingHigh) return true;
+      i++; // a two-character escape, such as an escaped quote or backslash
+      continue;
+    }
+    const unit = parseInt(text.slice(i + 2, i + 6), 16);
+    i += 5;
+    const high = unit >= 0xd800 && unit <= 0xdbff;
+    const low = unit >= 0xdc00 && unit <= 0xdfff;
+    if (pendingHigh !== low) return true;
+    pendingHigh = high;
+  }
+  return pendingHigh;
 }
 
 function parseStatus(value: unknown): AlarmStatus | undefined {

@@ -33,6 +33,8 @@ export interface Config {
   batchSize: number | undefined;
   concurrency: number;
   shutdownGraceMs: number;
+  /** How long a request waits for a PostgreSQL connection before it fails (503) instead of hanging. */
+  dbConnectTimeoutMs: number;
   logLevel: string;
   /** For `chronos mcp` (stdio): the owner, by key or by DID. */
   apiKey: string | undefined;
@@ -122,6 +124,7 @@ export function loadConfig(env: Env = process.env): Config {
       text('CHRONOS_BATCH_SIZE') === undefined ? undefined : integer('CHRONOS_BATCH_SIZE', 200, 1, 5_000),
     concurrency: integer('CHRONOS_CONCURRENCY', 200, 1, 10_000),
     shutdownGraceMs: duration('CHRONOS_SHUTDOWN_GRACE', '10s'),
+    dbConnectTimeoutMs: duration('CHRONOS_DB_CONNECT_TIMEOUT', '5s', 1),
     logLevel: text('LOG_LEVEL') ?? 'info',
     apiKey: text('CHRONOS_API_KEY'),
     ownerDid: text('CHRONOS_OWNER_DID'),

@@ -101,14 +101,35 @@ export interface NewAlarm extends ScheduleColumns {
   source: AlarmSource;
 }
 
-// Inserts one alarm, or nothing when the owner already has this idempotency key.
+/** Per-owner limits checked by the insert itself; 0 = unlimited. */
+export interface InsertQuotas {
+  maxActiveAlarms: number;
+  createRatePerMinute: number;
+}
+
+// One statement checks the owner's quotas and inserts, so a create is one round trip. The counts
+// stop at the limit (LIMIT inside), so a check reads at most that many index entries. Nothing is
+// inserted when a quota is full, or when the owner already has this idempotency key.
 const insert = sql(
   'alarms_insert',
-  `INSERT INTO alarms (owner_did, user_id, label, kind, fire_at, cron_expr, timezone, next_fire_at,
-     scheduled_for, conversation_id, wake_message, payload, idempotency_key, max_failures, require_ack, source)
-   VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9, $10, $11::jsonb, $12, $13, $14, $15)
-   ON CONFLICT (owner_did, idempotency_key) WHERE idempotency_key <> '' DO NOTHING
-   RETURNING ${COLUMNS}, ${notifyIfSoon('$16')}`,
+  `WITH quota AS (
+     SELECT
+       (SELECT count(*) FROM (SELECT 1 FROM alarms WHERE owner_did = $1 AND created_at > now() - interval '1 minute'
+                              LIMIT $17) r)::int AS recent,
+       (SELECT extract(epoch FROM (min(created_at) + interval '1 minute' - now()))
+          FROM (SELECT created_at FROM alarms WHERE owner_did = $1 AND created_at > now() - interval '1 minute'
+                ORDER BY created_at DESC LIMIT $17) r)::float8 AS rate_reset_s,
+       (SELECT count(*) FROM (SELECT 1 FROM alarms WHERE owner_did = $1 AND status = 'active' LIMIT $18) a)::int AS active
+   ), ins AS (
+     INSERT INTO alarms (owner_did, user_id, label, kind, fire_at, cron_expr, timezone, next_fire_at,
+       scheduled_for, conversation_id, wake_message, payload, idempotency_key, max_failures, require_ack, source)
+     SELECT $1, $2, $3, $4, $5, $6, $7, $8, $8, $9, $10, $11::jsonb, $12, $13, $14, $15 FROM quota
+     WHERE ($17 = 0 OR quota.recent < $17) AND ($18 = 0 OR quota.active < $18)
+     ON CONFLICT (owner_did, idempotency_key) WHERE idempotency_key <> '' DO NOTHING
+     RETURNING ${COLUMNS}, ${notifyIfSoon('$16')}
+   )
+   SELECT ins.*, quota.recent AS quota_recent, quota.rate_reset_s AS quota_rate_reset_s, quota.active AS quota_active
+   FROM quota LEFT JOIN ins ON true`,
 );
 
 const byKey = sql(
@@ -116,16 +137,26 @@ const byKey = sql(
   `SELECT ${COLUMNS} FROM alarms WHERE owner_did = $1 AND idempotency_key = $2 AND idempotency_key <> ''`,
 );
 
+export type InsertResult =
+  | { alarm: Alarm; deduped: boolean }
+  | { quota: 'create_rate'; retryAfterSeconds: number }
+  | { quota: 'max_active_alarms' };
+
 /**
- * Creates an alarm. With an idempotency key the owner already used, writes nothing and returns
- * the existing alarm with `deduped: true` (the unique index decides, so concurrent creates agree).
+ * Creates an alarm within the owner's quotas. With an idempotency key the owner already used,
+ * writes nothing and returns the existing alarm with `deduped: true` (the unique index decides,
+ * so concurrent creates agree). Concurrent creates by one owner may each see the last free slot:
+ * a quota can be overshot by the number of creates racing for it, never more.
  */
 export async function alarmsInsert(
   ex: Executor,
   alarm: NewAlarm,
   notifyHorizonMs: number,
-): Promise<{ alarm: Alarm; deduped: boolean }> {
-  const [row] = await ex.query<AlarmRow>(insert, [
+  quotas: InsertQuotas = { maxActiveAlarms: 0, createRatePerMinute: 0 },
+): Promise<InsertResult> {
+  const [row] = await ex.query<
+    AlarmRow & { quota_recent: number; quota_rate_reset_s: number | null; quota_active: number }
+  >(insert, [
     alarm.ownerDid,
     alarm.userId,
     alarm.label,
@@ -142,10 +173,17 @@ export async function alarmsInsert(
     alarm.requireAck,
     alarm.source,
     notifyHorizonMs,
+    quotas.createRatePerMinute,
+    quotas.maxActiveAlarms,
   ]);
-  if (row) return { alarm: toAlarm(row), deduped: false };
+  if (row?.id) return { alarm: toAlarm(row), deduped: false };
+  const { createRatePerMinute: rate, maxActiveAlarms: max } = quotas;
+  if (row && rate > 0 && row.quota_recent >= rate) {
+    return { quota: 'create_rate', retryAfterSeconds: Math.max(1, Math.ceil(row.quota_rate_reset_s ?? 1)) };
+  }
+  if (row && max > 0 && row.quota_active >= max) return { quota: 'max_active_alarms' };
   const [existing] = await ex.query<AlarmRow>(byKey, [alarm.ownerDid, alarm.idempotencyKey]);
-  if (!existing) throw new Error(`alarm with idempotency key vanished during insert`);
+  if (!existing) throw new Error('alarm with idempotency key vanished during insert');
   return { alarm: toAlarm(existing), deduped: true };
 }
 
@@ -288,33 +326,6 @@ export async function alarmsReschedule(
   ];
   const [row] = await ex.query<AlarmRow>('id' in ref ? rescheduleById : rescheduleByKey, values);
   return row ? toAlarm(row) : null;
-}
-
-// Counts for the quotas: active alarms, and creates in the last minute (both on owner indexes).
-const countActive = sql(
-  'alarms_count_active',
-  `SELECT count(*)::int AS n FROM alarms WHERE owner_did = $1 AND status = 'active'`,
-);
-const countRecent = sql(
-  'alarms_count_recent',
-  `SELECT count(*)::int AS n, coalesce(extract(epoch FROM (min(created_at) + interval '1 minute' - now())), 0)::float8 AS reset_s
-   FROM (SELECT created_at FROM alarms WHERE owner_did = $1 AND created_at > now() - interval '1 minute'
-         ORDER BY created_at DESC LIMIT $2) recent`,
-);
-
-export async function alarmsCountActive(ex: Executor, ownerDid: string): Promise<number> {
-  const [row] = await ex.query<{ n: number }>(countActive, [ownerDid]);
-  return row?.n ?? 0;
-}
-
-/** Creates by this owner in the last minute (counting at most `cap`), and seconds until the oldest ages out. */
-export async function alarmsCountRecent(
-  ex: Executor,
-  ownerDid: string,
-  cap: number,
-): Promise<{ count: number; resetSeconds: number }> {
-  const [row] = await ex.query<{ n: number; reset_s: number }>(countRecent, [ownerDid, cap]);
-  return { count: row?.n ?? 0, resetSeconds: Math.max(1, Math.ceil(row?.reset_s ?? 1)) };
 }
 
 const countByStatus = sql(

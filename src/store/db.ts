@@ -63,8 +63,13 @@ export class PgDb implements Db {
     pool.on('error', () => {});
   }
 
-  static connect(connectionString: string, max = 10): PgDb {
-    return new PgDb(new pg.Pool({ connectionString, max }), true);
+  /** `options` are further pool settings, e.g. `connectionTimeoutMillis` so callers fail fast when the database is away. */
+  static connect(
+    connectionString: string,
+    max = 10,
+    options: Omit<pg.PoolConfig, 'connectionString' | 'max'> = {},
+  ): PgDb {
+    return new PgDb(new pg.Pool({ ...options, connectionString, max }), true);
   }
 
   async query<T = Row>(statement: Statement, values: readonly unknown[] = []): Promise<T[]> {

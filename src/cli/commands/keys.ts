@@ -1,0 +1,121 @@
+/**
+ * `chronos keys create --owner <did> [--label <text>]` — prints the new key as the last line of
+ * standard output (it is shown once; only its hash is stored);
+ * `chronos keys list [--owner <did>] [--json]`; `chronos keys revoke <key id>`.
+ *
+ * They work on PostgreSQL (DATABASE_URL), on the embedded store, and on the embedded store
+ * while a server runs on it (through its control socket).
+ */
+import { parseArgs } from 'node:util';
+import { loadConfig } from '../../config.js';
+import { parseOwner } from '../../owner.js';
+import type { KeyView } from '../control-socket.js';
+import { withStore } from '../store-access.js';
+import { EXIT_OK, UsageError, type CliIo, type Command } from '../io.js';
+
+const USAGE = `usage: chronos keys create --owner <did> [--label <text>]
+       chronos keys list [--owner <did>] [--json]
+       chronos keys revoke <key id>`;
+
+function parse(args: string[], options: Record<string, { type: 'string' | 'boolean' }>, positionals: number) {
+  let parsed;
+  try {
+    parsed = parseArgs({ args, options, allowPositionals: true, strict: true });
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+  if (parsed.positionals.length !== positionals) {
+    throw new UsageError(
+      positionals === 0
+        ? `unexpected argument ${JSON.stringify(parsed.positionals[0])}`
+        : `expected ${positionals} argument(s), got ${parsed.positionals.length}`,
+    );
+  }
+  return parsed as { values: Record<string, string | boolean | undefined>; positionals: string[] };
+}
+
+async function create(args: string[], io: CliIo): Promise<number> {
+  const { values } = parse(args, { owner: { type: 'string' }, label: { type: 'string' } }, 0);
+  if (typeof values.owner !== 'string') {
+    throw new UsageError('--owner <did> is required, e.g. --owner did:matrix:<user uuid>:<name>');
+  }
+  parseOwner(values.owner, 'owner'); // refused before the store is opened
+  const config = loadConfig(io.env);
+  const { key, record, where } = await withStore(config, async ({ store, where }) => ({
+    ...(await store.create(values.owner as string, (values.label as string | undefined) ?? '')),
+    where,
+  }));
+  io.out(`Created key ${record.id} for ${record.owner_did} in ${where}.`);
+  io.out('It is shown only this once (only its hash is stored). Send it as: Authorization: Bearer <key>');
+  io.out(key);
+  return EXIT_OK;
+}
+
+async function list(args: string[], io: CliIo): Promise<number> {
+  const { values } = parse(args, { owner: { type: 'string' }, json: { type: 'boolean' } }, 0);
+  if (values.owner !== undefined) parseOwner(values.owner, 'owner');
+  const config = loadConfig(io.env);
+  const keys = await withStore(config, ({ store }) => store.list(values.owner as string | undefined));
+  if (values.json) {
+    io.out(JSON.stringify(keys, null, 2));
+    return EXIT_OK;
+  }
+  if (keys.length === 0) {
+    io.out('No keys. Create one with: chronos keys create --owner <did>');
+    return EXIT_OK;
+  }
+  printTable(io, keys);
+  return EXIT_OK;
+}
+
+function printTable(io: CliIo, keys: KeyView[]): void {
+  const rows = [
+    ['ID', 'OWNER', 'LABEL', 'CREATED', 'LAST USED', 'STATUS'],
+    ...keys.map((k) => [
+      k.id,
+      k.owner_did,
+      k.label || '-',
+      k.created_at,
+      k.last_used_at ?? 'never',
+      k.revoked_at ? `revoked ${k.revoked_at}` : 'active',
+    ]),
+  ];
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+  for (const row of rows)
+    io.out(
+      row
+        .map((cell, i) => cell.padEnd(widths[i]!))
+        .join('  ')
+        .trimEnd(),
+    );
+}
+
+async function revoke(args: string[], io: CliIo): Promise<number> {
+  const { positionals } = parse(args, {}, 1);
+  const config = loadConfig(io.env);
+  const { key, changed } = await withStore(config, ({ store }) => store.revoke(positionals[0]!));
+  io.out(
+    changed
+      ? `Revoked key ${key.id} of ${key.owner_did}; requests with it are refused from now on.`
+      : `Key ${key.id} of ${key.owner_did} was already revoked (at ${key.revoked_at}).`,
+  );
+  return EXIT_OK;
+}
+
+const SUBCOMMANDS: Record<string, (args: string[], io: CliIo) => Promise<number>> = { create, list, revoke };
+
+export const keysCommand: Command = {
+  name: 'keys',
+  summary: 'create, list and revoke API keys (also while a server runs on the embedded store)',
+  usage: USAGE,
+  async run(args, io) {
+    const [sub, ...rest] = args;
+    const fn = sub === undefined ? undefined : SUBCOMMANDS[sub];
+    if (!fn) {
+      throw new UsageError(
+        sub === undefined ? 'expected a subcommand: create, list or revoke' : `unknown subcommand "${sub}"`,
+      );
+    }
+    return fn(rest, io);
+  },
+};

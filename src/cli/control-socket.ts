@@ -1,0 +1,241 @@
+/**
+ * The running server's local door, so `chronos keys …` and `chronos migrate` work while a server
+ * holds the embedded store (which one process may open at a time).
+ *
+ * The server listens on a unix socket — `<data dir>/control.sock`, or a path under the system's
+ * temporary directory when that one is too long for a socket — and records its path in the
+ * store's lock file (`controlSocket`). The socket is made readable and writable by its owner
+ * only: whoever can use it could open the store's files anyway.
+ *
+ * The protocol is small JSON over HTTP/1.1: `GET /status`, `GET /keys?owner=`, `POST /keys`
+ * `{owner, label}`, `POST /keys/revoke` `{id}`, `POST /migrate`. Errors answer `{code, message}`.
+ * Given an MCP handler, it also serves `/mcp`, through which `chronos mcp` reaches the store
+ * (src/mcp/control.ts).
+ */
+import { createHash } from 'node:crypto';
+import { chmod, rm } from 'node:fs/promises';
+import {
+  createServer,
+  request as httpRequest,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { systemClock } from '../clock.js';
+import { ChronosError, isChronosError, type ErrorCode } from '../errors.js';
+import type { Logger } from '../logger.js';
+import type { ApiKey, KeyService } from '../keys.js';
+import type { Db } from '../store/db.js';
+import { migrate } from '../store/migrate.js';
+
+// sun_path is 108 bytes on Linux, 104 on macOS.
+const MAX_SOCKET_PATH = 100;
+
+export function controlSocketPath(dataDir: string): string {
+  const path = join(resolve(dataDir), 'control.sock');
+  if (Buffer.byteLength(path) <= MAX_SOCKET_PATH) return path;
+  const digest = createHash('sha256').update(resolve(dataDir)).digest('hex').slice(0, 16);
+  return join(tmpdir(), `chronos-${digest}.sock`);
+}
+
+/** An API key as the CLI shows it (and as it crosses the socket). */
+export interface KeyView {
+  id: string;
+  owner_did: string;
+  label: string;
+  created_at: string;
+  last_used_at: string | null;
+  revoked_at: string | null;
+}
+
+export function keyView(key: ApiKey): KeyView {
+  return {
+    id: key.id,
+    owner_did: key.ownerDid,
+    label: key.label,
+    created_at: key.createdAt.toISOString(),
+    last_used_at: key.lastUsedAt?.toISOString() ?? null,
+    revoked_at: key.revokedAt?.toISOString() ?? null,
+  };
+}
+
+/** What the key commands need, whether the store is opened here or reached through a server. */
+export interface KeyStore {
+  create(owner: string, label: string): Promise<{ key: string; record: KeyView }>;
+  list(owner?: string): Promise<KeyView[]>;
+  revoke(id: string): Promise<{ key: KeyView; changed: boolean }>;
+  migrate(): Promise<string[]>;
+}
+
+/** The KeyStore over an open database. */
+export function localKeyStore(db: Db, keys: KeyService): KeyStore {
+  return {
+    async create(owner, label) {
+      const { key, record } = await keys.create(owner, label);
+      return { key, record: keyView(record) };
+    },
+    list: async (owner) => (await keys.list(owner)).map(keyView),
+    async revoke(id) {
+      const { key, changed } = await keys.revoke(id);
+      return { key: keyView(key), changed };
+    },
+    migrate: () => migrate(db),
+  };
+}
+
+export interface ControlServer {
+  readonly path: string;
+  close(): Promise<void>;
+}
+
+/** Serves `store` (and `mcp` at `/mcp`) on the unix socket at `path` (replacing a stale socket file). */
+export async function startControlServer(
+  store: KeyStore,
+  path: string,
+  logger: Logger,
+  mcp?: (req: IncomingMessage, res: ServerResponse) => Promise<void>,
+): Promise<ControlServer> {
+  await rm(path, { force: true });
+  const server: Server = createServer((req, res) => {
+    if (mcp && req.url?.split('?')[0] === '/mcp') {
+      mcp(req, res).catch((error: unknown) => {
+        logger.error({ err: error }, 'control socket: MCP request failed');
+        if (!res.headersSent) res.writeHead(500).end();
+      });
+      return;
+    }
+    handle(store, req).then(
+      ({ status, body }) => {
+        res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+      },
+      (error: unknown) => {
+        const code: ErrorCode | 'internal' = isChronosError(error) ? error.code : 'internal';
+        if (!isChronosError(error)) logger.error({ err: error }, 'control socket: request failed');
+        const message = isChronosError(error) ? error.message : 'unexpected error; see the server log';
+        res
+          .writeHead(code === 'internal' ? 500 : 400, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ code, message }));
+      },
+    );
+  });
+  await new Promise<void>((ok, fail) => {
+    server.once('error', fail);
+    server.listen({ path, readableAll: false, writableAll: false }, () => {
+      server.off('error', fail);
+      ok();
+    });
+  });
+  await chmod(path, 0o600);
+  return {
+    path,
+    async close() {
+      await new Promise<void>((ok) => server.close(() => ok()));
+      server.closeAllConnections();
+      await rm(path, { force: true });
+    },
+  };
+}
+
+async function handle(store: KeyStore, req: IncomingMessage): Promise<{ status: number; body: unknown }> {
+  const url = new URL(req.url ?? '/', 'http://control');
+  const body = req.method === 'POST' ? await readJson(req) : {};
+  const route = `${req.method} ${url.pathname}`;
+  switch (route) {
+    case 'GET /status':
+      return { status: 200, body: { pid: process.pid } };
+    case 'GET /keys':
+      return { status: 200, body: { keys: await store.list(url.searchParams.get('owner') ?? undefined) } };
+    case 'POST /keys':
+      return { status: 201, body: await store.create(body.owner as string, (body.label as string) ?? '') };
+    case 'POST /keys/revoke':
+      return { status: 200, body: await store.revoke(body.id as string) };
+    case 'POST /migrate':
+      return { status: 200, body: { applied: await store.migrate() } };
+    default:
+      throw new ChronosError('not_found', `no control route ${route}`);
+  }
+}
+
+async function readJson(req: IncomingMessage): Promise<Record<string, unknown>> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > 64 * 1024) throw new ChronosError('too_large', 'control request over 64 KiB');
+    chunks.push(chunk as Buffer);
+  }
+  const text = Buffer.concat(chunks).toString('utf8');
+  const value: unknown = text === '' ? {} : JSON.parse(text);
+  if (typeof value !== 'object' || value === null)
+    throw new ChronosError('invalid_input', 'expected an object');
+  return value as Record<string, unknown>;
+}
+
+/**
+ * The KeyStore of the server listening on `path`. A server still starting (lock taken, socket
+ * not yet listening) is waited for up to `waitMs`.
+ */
+export function remoteKeyStore(path: string, holderPid: number, waitMs = 15_000): KeyStore {
+  const call = async <T>(method: string, route: string, body?: unknown): Promise<T> => {
+    const deadline = systemClock.now().getTime() + waitMs;
+    for (;;) {
+      try {
+        return await requestOnce<T>(path, method, route, body);
+      } catch (error) {
+        const code = (error as NodeJS.ErrnoException).code;
+        const notYet = code === 'ENOENT' || code === 'ECONNREFUSED';
+        if (!notYet) throw error;
+        if (systemClock.now().getTime() >= deadline) {
+          throw new ChronosError(
+            'unavailable',
+            `the embedded store is held by process ${holderPid}, which does not answer on its control socket ${path}; ` +
+              'wait until it has started, or stop it and try again',
+          );
+        }
+        await systemClock.sleep(100);
+      }
+    }
+  };
+  return {
+    create: (owner, label) => call('POST', '/keys', { owner, label }),
+    list: async (owner) =>
+      (await call<{ keys: KeyView[] }>('GET', `/keys${owner ? `?owner=${encodeURIComponent(owner)}` : ''}`))
+        .keys,
+    revoke: (id) => call('POST', '/keys/revoke', { id }),
+    migrate: async () => (await call<{ applied: string[] }>('POST', '/migrate')).applied,
+  };
+}
+
+function requestOnce<T>(socketPath: string, method: string, path: string, body?: unknown): Promise<T> {
+  return new Promise<T>((ok, fail) => {
+    const req = httpRequest(
+      { socketPath, method, path, headers: { 'content-type': 'application/json' } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('error', fail);
+        res.on('end', () => {
+          try {
+            const value = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>;
+            if ((res.statusCode ?? 500) >= 400) {
+              const code = (typeof value.code === 'string' ? value.code : 'unavailable') as ErrorCode;
+              fail(new ChronosError(code, String(value.message ?? 'the server refused the request')));
+            } else {
+              ok(value as T);
+            }
+          } catch (error) {
+            fail(error);
+          }
+        });
+      },
+    );
+    req.on('error', fail);
+    // A server that holds the store but never answers must not hang the command.
+    req.setTimeout(30_000, () =>
+      req.destroy(new ChronosError('unavailable', `the server did not answer on ${socketPath} within 30 s`)),
+    );
+    req.end(body === undefined ? undefined : JSON.stringify(body));
+  });
+}

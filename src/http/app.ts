@@ -1,0 +1,155 @@
+/**
+ * The HTTP API (contract §5) as one Fastify app over a ChronosService.
+ *
+ * - `/v1/*` needs `Authorization: Bearer …` (checked before the body is read); everything else
+ *   (`/healthz`, `/readyz`, `/metrics`, `/openapi.json`) needs nothing.
+ * - `/mcp` is MCP over Streamable HTTP (src/mcp/http.ts), authenticated the same way.
+ * - Bodies are read as text (at most 128 KiB, 413 beyond) and parsed as JSON whatever their
+ *   Content-Type; answers are serialised so payloads pass through verbatim.
+ * - Every error answers `application/problem+json` (problem.ts).
+ * - One log line per request, with its request id (from `X-Request-Id` when the caller sent a
+ *   sane one, echoed back), never a header; and a latency histogram by route.
+ *
+ * Not here: listening, signals and shutdown order (the `serve` command owns those).
+ */
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import Fastify, {
+  LogController,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+} from 'fastify';
+import { LIMITS } from '../alarm-input.js';
+import type { Logger } from '../logger.js';
+import { registerMcpRoute } from '../mcp/http.js';
+import type { ChronosService } from '../service.js';
+import { Authenticator } from './auth.js';
+import './context.js';
+import { parseJsonBody } from './json-body.js';
+import { PROBLEM_TYPE, toProblem } from './problem.js';
+import { registerAlarmRoutes } from './routes/alarms.js';
+import { registerOperationRoutes } from './routes/operations.js';
+import { registerWakeRoutes } from './routes/wakes.js';
+
+export type AppService = Pick<
+  ChronosService,
+  'alarms' | 'wakes' | 'keys' | 'metrics' | 'readiness' | 'logger' | 'config' | 'dbClock'
+>;
+
+export interface AppOptions {
+  /** Defaults to the service's logger. */
+  logger?: Logger;
+  /** Defaults to `config.operatorToken`. */
+  operatorToken?: string;
+}
+
+export interface ChronosApp extends FastifyInstance {
+  /** Makes `/readyz` answer 503 (before closing, so load balancers drain this instance). */
+  markClosing(): void;
+  /** The app's own authentication, for routes added beside `/v1` (e.g. MCP at `/mcp`). */
+  authenticator: Authenticator;
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+// A key pasted into a URL by mistake must not reach the logs either.
+const KEY_IN_TEXT = /chronos_[A-Za-z0-9_-]{43}/g;
+const QUIET_ROUTES = new Set(['/healthz', '/readyz', '/metrics']);
+
+function requestIdOf(req: IncomingMessage): string {
+  const given = req.headers['x-request-id'];
+  return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+}
+
+export async function buildApp(service: AppService, options: AppOptions = {}): Promise<ChronosApp> {
+  const logger = (options.logger ?? service.logger).child({ component: 'http' });
+  const app = Fastify({
+    loggerInstance: logger,
+    logController: new LogController({ disableRequestLogging: true }),
+    genReqId: requestIdOf,
+    bodyLimit: LIMITS.bodyBytes,
+    // Conversation ids run to 200 characters (percent-encoded, more).
+    routerOptions: { maxParamLength: 2_000 },
+    return503OnClosing: true,
+  }) as unknown as ChronosApp;
+  const state = { closing: false };
+  app.decorate('markClosing', () => {
+    state.closing = true;
+  });
+  app.decorateRequest('caller', null);
+
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => {
+    try {
+      done(null, parseJsonBody(body as string));
+    } catch (error) {
+      done(error as Error, undefined);
+    }
+  });
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+
+  app.addHook('onResponse', async (request, reply) => {
+    const route = request.routeOptions.url ?? 'unmatched';
+    const seconds = reply.elapsedTime / 1000;
+    service.metrics.httpSeconds.observe(
+      { method: request.method, route, status_code: String(reply.statusCode) },
+      seconds,
+    );
+    const line = {
+      method: request.method,
+      url: request.url.replace(KEY_IN_TEXT, 'chronos_[redacted]'),
+      route,
+      statusCode: reply.statusCode,
+      ms: Math.round(reply.elapsedTime * 10) / 10,
+      owner: request.caller?.owner.did,
+      via: request.caller?.via,
+    };
+    if (QUIET_ROUTES.has(route)) request.log.debug(line, 'request completed');
+    else request.log.info(line, 'request completed');
+  });
+
+  app.setErrorHandler((error, request, reply) => sendProblem(error, request, reply));
+  app.setNotFoundHandler((request, reply) => {
+    const error = Object.assign(
+      new Error(
+        `no route ${request.method} ${request.url.split('?')[0]}; the API is described at /openapi.json`,
+      ),
+      { statusCode: 404 },
+    );
+    return sendProblem(error, request, reply);
+  });
+
+  registerOperationRoutes(app, service, state);
+
+  const auth = new Authenticator(service.keys, options.operatorToken ?? service.config.operatorToken);
+  app.decorate('authenticator', auth);
+  await app.register(
+    async (v1) => {
+      v1.addHook('onRequest', async (request) => {
+        request.caller = await auth.authenticate(request.headers);
+      });
+      registerAlarmRoutes(v1, service.alarms);
+      registerWakeRoutes(v1, service.wakes);
+    },
+    { prefix: '/v1' },
+  );
+  registerMcpRoute(app, service, auth);
+
+  return app;
+}
+
+function sendProblem(error: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const { problem, headers, internal } = toProblem(error, request.id);
+  if (internal) {
+    request.log.error({ err: error }, 'request failed with an unexpected error');
+  } else if (problem.status === 503) {
+    request.log.warn(
+      { err: { message: (error as Error)?.message } },
+      'request refused: database unavailable',
+    );
+  }
+  return reply.code(problem.status).headers(headers).type(PROBLEM_TYPE).send(JSON.stringify(problem));
+}

@@ -1,0 +1,94 @@
+/**
+ * Who is asking: `Authorization: Bearer <api key>` names one owner; the operator token
+ * (`CHRONOS_OPERATOR_TOKEN`) acts for the owner named by `X-Chronos-Owner`. An owner's key with
+ * `X-Chronos-Owner` naming anyone else is refused (403).
+ *
+ * Neither the key nor the token ever appears in an answer or a log line: refusals say what was
+ * wrong with the header, not what it held.
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { ChronosError, invalidInput } from '../errors.js';
+import type { KeyService } from '../keys.js';
+import { parseOwner, type Owner } from '../owner.js';
+
+export const OWNER_HEADER = 'x-chronos-owner';
+
+export interface Caller {
+  owner: Owner;
+  /** `key_…` for an owner's key; `operator` for the operator token. */
+  via: string;
+}
+
+const BEARER = /^Bearer +([^\s]+) *$/i;
+
+const digest = (value: string) => createHash('sha256').update(value).digest();
+
+export class Authenticator {
+  readonly #operatorDigest: Buffer | null;
+
+  constructor(
+    private readonly keys: KeyService,
+    operatorToken: string | undefined,
+  ) {
+    this.#operatorDigest = operatorToken ? digest(operatorToken) : null;
+  }
+
+  /** The caller of a request, from its headers; throws 401, 403 or 400 (malformed owner). */
+  async authenticate(headers: Record<string, string | string[] | undefined>): Promise<Caller> {
+    const authorization = single(headers.authorization, 'Authorization');
+    if (authorization === undefined) {
+      throw new ChronosError(
+        'unauthorized',
+        'Authorization: expected "Bearer <api key>", got nothing; create a key with `chronos keys create --owner <did>`',
+      );
+    }
+    const match = BEARER.exec(authorization);
+    if (!match) {
+      throw new ChronosError(
+        'unauthorized',
+        'Authorization: expected "Bearer <api key>", got a header of another form',
+      );
+    }
+    const token = match[1]!;
+    const named = single(headers[OWNER_HEADER], 'X-Chronos-Owner');
+
+    if (this.#isOperator(token)) {
+      if (named === undefined) {
+        throw invalidInput(
+          'X-Chronos-Owner',
+          'the DID of the owner the operator token acts for, e.g. "did:matrix:<user uuid>:<key fingerprint>"',
+          undefined,
+        );
+      }
+      return { owner: parseOwner(named, 'X-Chronos-Owner'), via: 'operator' };
+    }
+
+    const key = await this.keys.authenticate(token);
+    if (!key) {
+      throw new ChronosError(
+        'unauthorized',
+        'Authorization: the API key is unknown or revoked; create one with `chronos keys create --owner <did>`',
+      );
+    }
+    if (named !== undefined && parseOwner(named, 'X-Chronos-Owner').did !== key.owner.did) {
+      throw new ChronosError(
+        'forbidden',
+        'X-Chronos-Owner: an owner’s API key acts only for its own owner; drop the header, or use that owner’s key',
+      );
+    }
+    return { owner: key.owner, via: key.keyId };
+  }
+
+  #isOperator(token: string): boolean {
+    // Compared as digests, in constant time, so neither the length nor a prefix leaks.
+    return this.#operatorDigest !== null && timingSafeEqual(digest(token), this.#operatorDigest);
+  }
+}
+
+function single(value: string | string[] | undefined, name: string): string | undefined {
+  if (Array.isArray(value)) {
+    if (value.length > 1) throw invalidInput(name, 'one header', `${value.length} headers`);
+    return value[0];
+  }
+  return value;
+}

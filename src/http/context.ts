@@ -1,0 +1,33 @@
+/**
+ * What a route knows about its request: the authenticated caller, and a query string checked
+ * for unknown parameters (a misspelt `?stauts=` is refused, not silently ignored).
+ */
+import type { FastifyRequest } from 'fastify';
+import { describeValue, invalidFields } from '../errors.js';
+import type { Caller } from './auth.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    caller: Caller | null;
+  }
+}
+
+export function callerOf(request: FastifyRequest): Caller {
+  if (!request.caller) throw new Error('route registered outside the authenticated scope');
+  return request.caller;
+}
+
+/** The query parameters, when every one is among `allowed`; 400 naming the others otherwise. */
+export function checkQuery(request: FastifyRequest, allowed: readonly string[]): Record<string, unknown> {
+  const query = (request.query ?? {}) as Record<string, unknown>;
+  const unknown = Object.keys(query).filter((name) => !allowed.includes(name));
+  if (unknown.length > 0) {
+    throw invalidFields(
+      unknown.map((name) => ({
+        path: name,
+        message: `${name}: unknown query parameter (got ${describeValue(query[name])}); send only ${allowed.join(', ')}`,
+      })),
+    );
+  }
+  return query;
+}

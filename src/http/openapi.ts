@@ -1,0 +1,332 @@
+/**
+ * `/openapi.json`: the API described, generated from the zod schemas the routes validate with
+ * (`createAlarmSchema`, `patchAlarmSchema`, `ackWakeSchema`, `replySchema`) plus schemas of the
+ * answers. Built once per app.
+ */
+import { z } from 'zod';
+import { createAlarmSchema, patchAlarmSchema } from '../alarm-input.js';
+import { ackWakeSchema, replySchema, WAKE_STATUSES } from '../wake-service.js';
+import { STATUSES } from '../alarm-service.js';
+
+const time = () => z.string().describe('RFC 3339 UTC with milliseconds, e.g. "2027-03-14T07:00:00.000Z".');
+
+const alarmView = z
+  .object({
+    id: z.string().describe('The alarm id (UUID).'),
+    label: z.string(),
+    kind: z.enum(['once', 'cron']),
+    cron_expr: z.string().optional().describe('Present for cron alarms.'),
+    timezone: z.string(),
+    next_fire_at: time().optional().describe('When it is next due; present only while active.'),
+    conversation_id: z.string().optional().describe('Omitted when empty.'),
+    wake_message: z.string(),
+    payload: z.record(z.string(), z.unknown()).describe('As sent, digit for digit.'),
+    status: z.enum(STATUSES as [string, ...string[]]),
+    idempotency_key: z.string().optional().describe('Omitted when empty.'),
+    max_failures: z.number().int(),
+    failure_count: z.number().int(),
+    last_error: z.string().optional().describe('Omitted when empty.'),
+    created_at: time(),
+    last_fired_at: time().optional().describe('Omitted until it first fires.'),
+    require_ack: z.boolean(),
+  })
+  .strict();
+
+const nullableTime = () => time().nullable();
+
+const wakeView = z
+  .object({
+    id: z.string().describe('The wake id (UUID); the `webhook-id` of its delivery.'),
+    alarm_id: z.string(),
+    status: z.enum(WAKE_STATUSES as [string, ...string[]]),
+    conversation_id: z.string(),
+    scheduled_for: time(),
+    fired_at: time(),
+    delivered_at: nullableTime(),
+    attempts: z.number().int(),
+    fire_count: z.number().int(),
+    require_ack: z.boolean(),
+    nudged_at: nullableTime(),
+    escalated_at: nullableTime(),
+    acknowledged_at: nullableTime(),
+    ack_note: z.string().nullable(),
+    ack_inferred: z.boolean(),
+  })
+  .strict();
+
+const problem = z.object({
+  type: z.string().describe('urn:chronos:problem:<code>'),
+  title: z.string(),
+  status: z.number().int(),
+  detail: z.string(),
+  code: z.string(),
+  errors: z
+    .array(z.object({ path: z.string(), message: z.string() }))
+    .optional()
+    .describe('For 400: one entry per bad field; path "" is the body as a whole.'),
+  limit: z.string().optional().describe('For 429: max_active_alarms or create_rate.'),
+  request_id: z.string().optional(),
+});
+
+const json = (schema: z.ZodType) => z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' });
+const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+const content = (name: string) => ({ 'application/json': { schema: ref(name) } });
+const problemResponse = (description: string) => ({
+  description,
+  content: { 'application/problem+json': { schema: ref('Problem') } },
+});
+
+const ERRORS = {
+  '400': problemResponse('Invalid input: `errors` says what to send instead.'),
+  '401': problemResponse('No API key, or an unknown or revoked one.'),
+  '403': problemResponse('An owner’s key naming another owner in X-Chronos-Owner.'),
+  '503': problemResponse('The database is unreachable; retry after `Retry-After` seconds.'),
+};
+
+const idParam = (name: string, description: string) => ({
+  name,
+  in: 'path',
+  required: true,
+  schema: { type: 'string' },
+  description,
+});
+
+const listParams = (statuses: readonly string[]) => [
+  { name: 'status', in: 'query', schema: { type: 'string', enum: statuses } },
+  {
+    name: 'limit',
+    in: 'query',
+    schema: { type: 'integer', minimum: 1, maximum: 200, default: 50 },
+  },
+  {
+    name: 'cursor',
+    in: 'query',
+    schema: { type: 'string' },
+    description: 'The `next_cursor` of the previous page.',
+  },
+];
+
+const envelope = (properties: Record<string, unknown>, required: string[]) => ({
+  type: 'object',
+  properties,
+  required,
+});
+
+export function openApiDocument(): Record<string, unknown> {
+  const alarmAnswer = (description: string) => ({
+    description,
+    content: { 'application/json': { schema: envelope({ alarm: ref('Alarm') }, ['alarm']) } },
+  });
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Chronos',
+      version: '1',
+      description:
+        'A durable timer service: schedule wake-ups ("in 10 minutes", "every weekday at 09:00 Europe/Paris") ' +
+        'and get them delivered at least once, never early. Every /v1 route needs ' +
+        '`Authorization: Bearer <api key>`; the operator token acts for the owner named by `X-Chronos-Owner`.',
+    },
+    components: {
+      securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
+      schemas: {
+        CreateAlarm: json(createAlarmSchema),
+        PatchAlarm: json(patchAlarmSchema),
+        AckWake: json(ackWakeSchema),
+        Reply: json(replySchema),
+        Alarm: json(alarmView),
+        Wake: json(wakeView),
+        Problem: json(problem),
+      },
+    },
+    security: [{ bearer: [] }],
+    paths: {
+      '/v1/alarms': {
+        post: {
+          summary: 'Schedule an alarm',
+          description: 'Exactly one of `at`, `in_seconds` or `cron`. Body at most 128 KiB.',
+          requestBody: { required: true, content: content('CreateAlarm') },
+          responses: {
+            '201': {
+              description: 'Created.',
+              content: {
+                'application/json': {
+                  schema: envelope({ alarm: ref('Alarm'), deduped: { const: false } }, ['alarm', 'deduped']),
+                },
+              },
+            },
+            '200': {
+              description: 'This owner already has an alarm with this `idempotency_key`: that alarm.',
+              content: {
+                'application/json': {
+                  schema: envelope({ alarm: ref('Alarm'), deduped: { const: true } }, ['alarm', 'deduped']),
+                },
+              },
+            },
+            ...ERRORS,
+            '413': problemResponse('Body over 128 KiB.'),
+            '429': problemResponse('A quota was hit: `limit` names it; retry after `Retry-After` seconds.'),
+          },
+        },
+        get: {
+          summary: 'List your alarms, newest first',
+          parameters: listParams(STATUSES),
+          responses: {
+            '200': {
+              description: 'A page; `next_cursor` is null on the last one.',
+              content: {
+                'application/json': {
+                  schema: envelope(
+                    {
+                      alarms: { type: 'array', items: ref('Alarm') },
+                      next_cursor: { type: ['string', 'null'] },
+                    },
+                    ['alarms', 'next_cursor'],
+                  ),
+                },
+              },
+            },
+            ...ERRORS,
+          },
+        },
+      },
+      '/v1/alarms/{id}': {
+        parameters: [idParam('id', 'The alarm id.')],
+        get: {
+          summary: 'One alarm',
+          responses: {
+            '200': alarmAnswer('The alarm.'),
+            ...ERRORS,
+            '404': problemResponse('No such alarm.'),
+          },
+        },
+        patch: {
+          summary: 'Reschedule and/or edit an active alarm',
+          description: 'The create fields, all optional; a new schedule replaces the old one.',
+          requestBody: { required: true, content: content('PatchAlarm') },
+          responses: {
+            '200': alarmAnswer('The alarm as changed.'),
+            ...ERRORS,
+            '404': problemResponse('No such alarm.'),
+            '409': problemResponse('The alarm is not active.'),
+            '413': problemResponse('Body over 128 KiB.'),
+          },
+        },
+        delete: {
+          summary: 'Cancel an alarm',
+          responses: {
+            '200': alarmAnswer('The cancelled alarm (again for one already cancelled).'),
+            ...ERRORS,
+            '404': problemResponse('No such alarm.'),
+            '409': problemResponse('The alarm has fired or failed.'),
+          },
+        },
+      },
+      '/v1/wakes': {
+        get: {
+          summary: 'List your wakes (one per fire), newest first',
+          parameters: listParams(WAKE_STATUSES),
+          responses: {
+            '200': {
+              description: 'A page; `next_cursor` is null on the last one.',
+              content: {
+                'application/json': {
+                  schema: envelope(
+                    {
+                      wakes: { type: 'array', items: ref('Wake') },
+                      next_cursor: { type: ['string', 'null'] },
+                    },
+                    ['wakes', 'next_cursor'],
+                  ),
+                },
+              },
+            },
+            ...ERRORS,
+          },
+        },
+      },
+      '/v1/wakes/{id}': {
+        parameters: [idParam('id', 'The wake id.')],
+        get: {
+          summary: 'One wake',
+          responses: {
+            '200': {
+              description: 'The wake.',
+              content: { 'application/json': { schema: envelope({ wake: ref('Wake') }, ['wake']) } },
+            },
+            ...ERRORS,
+            '404': problemResponse('No such wake.'),
+          },
+        },
+      },
+      '/v1/wakes/{id}/ack': {
+        parameters: [idParam('id', 'The wake id.')],
+        post: {
+          summary: 'Acknowledge a wake with a note',
+          requestBody: { required: true, content: content('AckWake') },
+          responses: {
+            '200': {
+              description: 'The acknowledged wake (the same answer when acknowledged already).',
+              content: { 'application/json': { schema: envelope({ wake: ref('Wake') }, ['wake']) } },
+            },
+            ...ERRORS,
+            '404': problemResponse('No such wake.'),
+            '409': problemResponse('The wake’s delivery failed; there is nothing to acknowledge.'),
+          },
+        },
+      },
+      '/v1/conversations/{conversation_id}/replies': {
+        parameters: [idParam('conversation_id', 'The conversation the agent replied in.')],
+        post: {
+          summary: 'Report an agent reply (from the router)',
+          description:
+            'Acknowledges (inferred) your pending or delivered wakes in this conversation fired or nudged ' +
+            'within the reply window.',
+          requestBody: { required: false, content: content('Reply') },
+          responses: {
+            '200': {
+              description: 'The ids of the wakes this acknowledged (possibly none).',
+              content: {
+                'application/json': {
+                  schema: envelope({ acked: { type: 'array', items: { type: 'string' } } }, ['acked']),
+                },
+              },
+            },
+            ...ERRORS,
+          },
+        },
+      },
+      '/healthz': {
+        get: {
+          summary: 'Liveness',
+          security: [],
+          responses: { '200': { description: 'The process runs.' } },
+        },
+      },
+      '/readyz': {
+        get: {
+          summary: 'Readiness: the database answers and every migration is applied',
+          security: [],
+          responses: {
+            '200': { description: 'Ready.' },
+            '503': { description: 'Not ready, with the reason.' },
+          },
+        },
+      },
+      '/metrics': {
+        get: {
+          summary: 'Prometheus metrics',
+          security: [],
+          responses: { '200': { description: 'Prometheus text format.' } },
+        },
+      },
+      '/openapi.json': {
+        get: {
+          summary: 'This document',
+          security: [],
+          responses: { '200': { description: 'OpenAPI 3.1.' } },
+        },
+      },
+    },
+  };
+}

@@ -1,0 +1,178 @@
+/**
+ * Errors → RFC 9457 problem details (`application/problem+json`).
+ *
+ * The status comes from the error's code alone. A request refused for its input says what to
+ * send instead (`errors[].message`); a quota names the limit and when to retry. The database
+ * being away is a 503 with `Retry-After`, answered as soon as the driver gives up. Anything
+ * else is a bland 500 that names the request id, and is logged with its cause — never its
+ * details in the answer.
+ */
+import type { ErrorCode, FieldError } from '../errors.js';
+import { ChronosError, isChronosError } from '../errors.js';
+import { LIMITS } from '../alarm-input.js';
+
+export const PROBLEM_TYPE = 'application/problem+json';
+
+const STATUS: Record<ErrorCode, number> = {
+  invalid_input: 400,
+  unauthorized: 401,
+  forbidden: 403,
+  not_found: 404,
+  conflict: 409,
+  too_large: 413,
+  quota: 429,
+  lease_lost: 409,
+  unavailable: 503,
+  locked: 503,
+};
+
+const TITLE: Record<ErrorCode | 'internal', string> = {
+  invalid_input: 'Invalid input',
+  unauthorized: 'Unauthorized',
+  forbidden: 'Forbidden',
+  not_found: 'Not found',
+  conflict: 'Conflict',
+  too_large: 'Request body too large',
+  quota: 'Quota exceeded',
+  lease_lost: 'Conflict',
+  unavailable: 'Service unavailable',
+  locked: 'Service unavailable',
+  internal: 'Internal server error',
+};
+
+export interface Problem {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  /** The stable error code (the last segment of `type`). */
+  code: ErrorCode | 'internal';
+  errors?: FieldError[];
+  /** For 429: the quota that was hit (`max_active_alarms` or `create_rate`). */
+  limit?: string;
+  request_id?: string;
+}
+
+export interface ProblemAnswer {
+  problem: Problem;
+  headers: Record<string, string>;
+  /** Whether the error is ours (to be logged with its cause) rather than the caller's. */
+  internal: boolean;
+}
+
+export function problemType(code: string): string {
+  return `urn:chronos:problem:${code}`;
+}
+
+function problem(code: ErrorCode | 'internal', status: number, detail: string): Problem {
+  return { type: problemType(code), title: TITLE[code], status, detail, code };
+}
+
+/** The problem answer for any error thrown while handling a request. */
+export function toProblem(error: unknown, requestId?: string): ProblemAnswer {
+  const answer = classify(error);
+  if (requestId) answer.problem.request_id = requestId;
+  return answer;
+}
+
+function classify(error: unknown): ProblemAnswer {
+  if (isChronosError(error)) {
+    const status = STATUS[error.code];
+    const body = problem(error.code, status, error.message);
+    const headers: Record<string, string> = {};
+    if (error.code === 'invalid_input') {
+      body.errors = error.errors.length > 0 ? error.errors : [{ path: '', message: error.message }];
+    }
+    if (error.code === 'quota') {
+      if (error.limit) body.limit = error.limit;
+      headers['retry-after'] = String(Math.max(1, Math.ceil(error.retryAfterSeconds ?? 60)));
+    }
+    if (error.code === 'unauthorized') headers['www-authenticate'] = 'Bearer realm="chronos"';
+    if (status === 503) headers['retry-after'] = '1';
+    return { problem: body, headers, internal: false };
+  }
+  if (isDatabaseUnavailable(error)) {
+    return {
+      problem: problem(
+        'unavailable',
+        503,
+        'the database is unreachable right now; nothing was changed; try again in a few seconds',
+      ),
+      headers: { 'retry-after': '2' },
+      internal: false,
+    };
+  }
+  if (isDataException(error)) {
+    // A value the database refused that validation let through: the caller's input, not our fault.
+    const message = `the database refused a value: ${(error as Error).message}`;
+    const body = problem('invalid_input', 400, message);
+    body.errors = [{ path: '', message: `body: ${message}` }];
+    return { problem: body, headers: {}, internal: false };
+  }
+  const framework = frameworkProblem(error);
+  if (framework) return { problem: framework, headers: {}, internal: false };
+  return {
+    problem: problem('internal', 500, 'an unexpected error occurred; it has been logged with the request id'),
+    headers: {},
+    internal: true,
+  };
+}
+
+/** Fastify's own refusals (body too large, bad Content-Length, …) in the same shape. */
+function frameworkProblem(error: unknown): Problem | null {
+  const e = error as { code?: unknown; statusCode?: unknown; message?: unknown };
+  if (typeof e?.statusCode !== 'number' || e.statusCode < 400 || e.statusCode >= 500) return null;
+  if (e.code === 'FST_ERR_CTP_BODY_TOO_LARGE' || e.statusCode === 413) {
+    return problem(
+      'too_large',
+      413,
+      `body: expected at most ${LIMITS.bodyBytes} bytes (128 KiB); send a smaller payload (at most 64 KiB) or wake_message (at most 16 KiB)`,
+    );
+  }
+  const code: ErrorCode =
+    e.statusCode === 404 ? 'not_found' : e.statusCode === 401 ? 'unauthorized' : 'invalid_input';
+  const body = problem(code, e.statusCode, typeof e.message === 'string' ? e.message : 'bad request');
+  if (code === 'invalid_input') body.errors = [{ path: '', message: body.detail }];
+  return body;
+}
+
+// Node's network errors and PostgreSQL's "connection exception" (08), "operator intervention"
+// (57P01–57P05: terminated, shutting down, cannot connect now) and "insufficient resources" (53).
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+  'ECONNABORTED',
+]);
+const DRIVER_MESSAGES =
+  /Connection terminated|connection timeout|timeout exceeded when trying to connect|connection error and is not queryable|Client was closed and is not queryable|Cannot use a pool after calling end/i;
+
+/** PostgreSQL class 22, "data exception": a value that cannot be stored (bad text, out of range). */
+function isDataException(error: unknown): boolean {
+  const code = (error as { code?: unknown })?.code;
+  return typeof code === 'string' && /^22...$/.test(code);
+}
+
+/** True when `error` says the database could not be reached (as opposed to refusing a query). */
+export function isDatabaseUnavailable(error: unknown, depth = 0): boolean {
+  if (typeof error !== 'object' || error === null || depth > 4) return false;
+  if (error instanceof ChronosError) return error.code === 'unavailable';
+  const { code, message, cause, errors } = error as {
+    code?: unknown;
+    message?: unknown;
+    cause?: unknown;
+    errors?: unknown;
+  };
+  if (typeof code === 'string') {
+    if (NETWORK_CODES.has(code)) return true;
+    if (/^(08...|57P0[1-5]|53...)$/.test(code)) return true;
+  }
+  if (typeof message === 'string' && DRIVER_MESSAGES.test(message)) return true;
+  if (Array.isArray(errors) && errors.some((e) => isDatabaseUnavailable(e, depth + 1))) return true;
+  return isDatabaseUnavailable(cause, depth + 1);
+}

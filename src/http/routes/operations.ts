@@ -1,0 +1,33 @@
+/**
+ * The routes that need no credentials: liveness, readiness, Prometheus metrics, and the OpenAPI
+ * document.
+ */
+import type { FastifyInstance } from 'fastify';
+import type { ChronosService } from '../../service.js';
+import { openApiDocument } from '../openapi.js';
+
+export function registerOperationRoutes(
+  app: FastifyInstance,
+  service: Pick<ChronosService, 'readiness' | 'metrics'>,
+  state: { closing: boolean },
+): void {
+  app.get('/healthz', async () => ({ status: 'ok' }));
+
+  app.get('/readyz', async (_request, reply) => {
+    if (state.closing) return reply.code(503).send({ status: 'not ready', reason: 'shutting down' });
+    const readiness = await service.readiness();
+    return readiness.ready
+      ? { status: 'ready' }
+      : reply.code(503).send({ status: 'not ready', reason: readiness.reason });
+  });
+
+  app.get('/metrics', async (_request, reply) => {
+    const text = await service.metrics.render();
+    return reply.type(service.metrics.registry.contentType).send(text);
+  });
+
+  const openapi = JSON.stringify(openApiDocument());
+  app.get('/openapi.json', async (_request, reply) =>
+    reply.type('application/json; charset=utf-8').send(openapi),
+  );
+}

@@ -1,0 +1,221 @@
+/**
+ * MCP through the SDK's own Client: the API app on a real socket (`listen({port: 0})`) reached
+ * with `StreamableHTTPClientTransport`, and `chronos mcp` spawned as a child reached with
+ * `StdioClientTransport`. Owners, keys and fires come from a ChronosService on the test's
+ * database, so a wake is made by backdating a row and running the dispatcher once.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { expect } from 'vitest';
+import { loadConfig } from '../../src/config.js';
+import { buildApp, type ChronosApp } from '../../src/http/app.js';
+import { silentLogger } from '../../src/logger.js';
+import { TOOLS } from '../../src/mcp/tools/index.js';
+import { ChronosService } from '../../src/service.js';
+import type { Db } from '../../src/store/db.js';
+import { TMP_DIR } from '../support/env.js';
+import { backdate, OTHER, OWNER, RecordingReceiver } from '../support/harness.js';
+
+export { OTHER, OWNER };
+
+export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+export const BIN = join(ROOT, 'bin', 'chronos.js');
+export const OPERATOR_TOKEN = 'operator-token-for-mcp-tests-0123456789';
+
+export interface McpTestServer {
+  app: ChronosApp;
+  service: ChronosService;
+  receiver: RecordingReceiver;
+  /** `http://127.0.0.1:<port>` */
+  url: string;
+  ownerKey: string;
+  otherKey: string;
+  close(): Promise<void>;
+}
+
+/** The API app over `db` (which stays open: it belongs to the test file), listening on a free port. */
+export async function openMcpServer(db: Db, env: Record<string, string> = {}): Promise<McpTestServer> {
+  const config = loadConfig({
+    CHRONOS_OPERATOR_TOKEN: OPERATOR_TOKEN,
+    CHRONOS_CREATE_RATE: '0',
+    CHRONOS_MAX_ACTIVE_ALARMS: '0',
+    CHRONOS_MIN_CRON_INTERVAL: '60s',
+    ...env,
+  });
+  const receiver = new RecordingReceiver();
+  const service = await ChronosService.open(config, { db, logger: silentLogger, receiver });
+  const app = await buildApp(service);
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const { port } = app.server.address() as AddressInfo;
+  const owner = await service.keys.create(OWNER.did, 'mcp-test');
+  const other = await service.keys.create(OTHER.did, 'mcp-other');
+  return {
+    app,
+    service,
+    receiver,
+    url: `http://127.0.0.1:${port}`,
+    ownerKey: owner.key,
+    otherKey: other.key,
+    async close() {
+      await app.close();
+      await service.stop();
+    },
+  };
+}
+
+/** An SDK client connected over Streamable HTTP with `headers`, its tools listed (so it validates output). */
+export async function httpClient(url: string, headers: Record<string, string>): Promise<Client> {
+  const client = new Client({ name: 'chronos-test', version: '1.0.0' });
+  await client.connect(new StreamableHTTPClientTransport(new URL('/mcp', url), { requestInit: { headers } }));
+  await client.listTools();
+  return client;
+}
+
+/** The environment of a child: this one without anything pointing at a real store. */
+export function childEnv(extra: Record<string, string>): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [name, value] of Object.entries(process.env)) {
+    if (value === undefined || name === 'DATABASE_URL' || name === 'PORT' || name === 'NODE_OPTIONS')
+      continue;
+    if (name.startsWith('CHRONOS_')) continue;
+    env[name] = value;
+  }
+  return { ...env, LOG_LEVEL: 'warn', ...extra };
+}
+
+export interface StdioSession {
+  client: Client;
+  /** What the child wrote to stderr so far. */
+  stderr(): string;
+  close(): Promise<void>;
+}
+
+/** Spawns `chronos mcp` with `env` and connects an SDK client to it over stdio. */
+export async function stdioClient(env: Record<string, string>): Promise<StdioSession> {
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [BIN, 'mcp'],
+    cwd: ROOT,
+    env: childEnv(env),
+    stderr: 'pipe',
+  });
+  let stderr = '';
+  transport.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const client = new Client({ name: 'chronos-test', version: '1.0.0' });
+  try {
+    await client.connect(transport);
+  } catch (error) {
+    throw new Error(`chronos mcp did not start: ${(error as Error).message}\n${stderr}`, { cause: error });
+  }
+  await client.listTools();
+  return { client, stderr: () => stderr, close: () => client.close() };
+}
+
+export async function tempDataDir(): Promise<{ dir: string; remove(): Promise<void> }> {
+  const dir = await mkdtemp(join(TMP_DIR, 'mcp-'));
+  return { dir, remove: () => rm(dir, { recursive: true, force: true }) };
+}
+
+/** Calls a tool; returns the result, whose structured content (if any) matches the tool's output schema. */
+export async function callTool(
+  client: Client,
+  name: string,
+  args: Record<string, unknown>,
+): Promise<CallToolResult> {
+  const result = (await client.callTool({ name, arguments: args })) as CallToolResult;
+  if (!result.isError) {
+    const tool = TOOLS.find((t) => t.name === name)!;
+    const parsed = tool.output.safeParse(result.structuredContent);
+    expect(parsed.success, JSON.stringify(parsed.error?.issues)).toBe(true);
+    expect(JSON.parse(textOf(result))).toEqual(result.structuredContent);
+  }
+  return result;
+}
+
+/** The structured content of a successful call (fails the test on an error result). */
+export async function ok(client: Client, name: string, args: Record<string, unknown>): Promise<any> {
+  const result = await callTool(client, name, args);
+  expect(result.isError ?? false, textOf(result)).toBe(false);
+  return result.structuredContent;
+}
+
+/** The text of a refused call (fails the test on a success). */
+export async function refused(client: Client, name: string, args: Record<string, unknown>): Promise<string> {
+  const result = await callTool(client, name, args);
+  expect(result.isError, textOf(result)).toBe(true);
+  expect(result.structuredContent).toBeUndefined();
+  return textOf(result);
+}
+
+export function textOf(result: CallToolResult): string {
+  const first = result.content[0];
+  return first?.type === 'text' ? first.text : '';
+}
+
+/** Fires alarm `id` (due within `ms`) now: backdated, one dispatcher pass; returns the wake id. */
+export async function fire(server: McpTestServer, db: Db, id: string, ms = 61_000): Promise<string> {
+  await backdate(db, id, ms);
+  await server.service.dispatcher.runOnce();
+  const wakeId = server.receiver.firesOf(id).at(-1)?.wakeId;
+  if (!wakeId) throw new Error(`alarm ${id} did not fire`);
+  return wakeId;
+}
+
+export const RFC3339_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+
+export const ALARM_VIEW_KEYS = [
+  'id',
+  'label',
+  'kind',
+  'cron_expr',
+  'timezone',
+  'next_fire_at',
+  'conversation_id',
+  'wake_message',
+  'payload',
+  'status',
+  'idempotency_key',
+  'max_failures',
+  'failure_count',
+  'last_error',
+  'created_at',
+  'last_fired_at',
+  'require_ack',
+];
+
+export interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `chronos <args>` to completion with `env` and `input` on stdin (closed after it). */
+export function runChronos(args: string[], env: Record<string, string>, input = ''): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env: childEnv(env) });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+    child.stdin.end(input);
+  });
+}
+
+/** JSON-RPC lines a client would send: initialize, initialized, then `calls` as tools/call with ids 2, 3, … */
+export function rawSession(calls: string[]): string {
+  const lines = [
+    '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}',
+    '{"jsonrpc":"2.0","method":"notifications/initialized"}',
+    ...calls.map((call, i) => `{"jsonrpc":"2.0","id":${i + 2},"method":"tools/call","params":${call}}`),
+  ];
+  return `${lines.join('\n')}\n`;
+}

@@ -1,0 +1,99 @@
+import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
+import { sql } from '../../src/store/db.js';
+import { describeEachBackend } from '../support/backends.js';
+import { makeService, OWNER } from '../support/harness.js';
+import { Sink } from '../support/sink.js';
+import {
+  age,
+  ageAck,
+  ageEscalation,
+  closeTrackers,
+  ESCALATE_AFTER,
+  failingReceiver,
+  fire,
+  makeTracker,
+  MINUTE,
+  RETENTION,
+  wakeRow,
+  wakeService,
+} from './support.js';
+
+const attemptsOf = sql(
+  'test_tracker_attempts_of',
+  `SELECT count(*)::int AS n FROM wake_attempts WHERE wake_id = $1`,
+);
+
+describeEachBackend('tracker: retention', ({ t }) => {
+  let router: Sink;
+  let fallback: Sink;
+  const DAY = 24 * 60 * MINUTE;
+
+  beforeAll(async () => {
+    router = await Sink.start();
+    fallback = await Sink.start();
+  });
+  afterEach(async () => {
+    await closeTrackers();
+    router.reset();
+    fallback.reset();
+  });
+  afterAll(async () => {
+    await router.close();
+    await fallback.close();
+  });
+
+  it('finished wakes are pruned with their attempts once the retention period has passed, not before', async () => {
+    const tracker = makeTracker(t.db, { router, fallback });
+    const wakes = wakeService(t.db);
+    const escalatedOld = await fire(t.db);
+    await age(t.db, escalatedOld.wakeId, ESCALATE_AFTER + MINUTE);
+    const ackedOld = await fire(t.db);
+    const ackedRecent = await fire(t.db);
+    for (const w of [ackedOld, ackedRecent]) await wakes.ack(OWNER, w.wakeId, { note: 'done' });
+    expect(await tracker.runOnce()).toMatchObject({ escalated: 1, receipts: 2, pruned: 0 });
+    expect((await t.db.query(attemptsOf, [ackedOld.wakeId]))[0]!.n).toBe(1);
+
+    await ageEscalation(t.db, escalatedOld.wakeId, RETENTION + MINUTE);
+    await ageAck(t.db, ackedOld.wakeId, RETENTION + MINUTE);
+    await ageAck(t.db, ackedRecent.wakeId, RETENTION - MINUTE);
+    const noAckOld = await fire(t.db, { require_ack: false });
+    await age(t.db, noAckOld.wakeId, RETENTION + MINUTE);
+    const failedOld = await fire(t.db, { require_ack: false }, failingReceiver(false));
+    await age(t.db, failedOld.wakeId, RETENTION + MINUTE);
+
+    const pass = await tracker.runOnce();
+    expect(pass.pruned).toBe(4);
+    for (const w of [ackedOld, noAckOld, failedOld, escalatedOld]) {
+      expect(await wakeRow(t.db, w.wakeId)).toBeNull();
+      expect((await t.db.query(attemptsOf, [w.wakeId]))[0]!.n).toBe(0);
+    }
+    expect(await wakeRow(t.db, ackedRecent.wakeId)).not.toBeNull();
+  });
+
+  it('a pending wake is never pruned, nor one still waiting for its ack, however old', async () => {
+    const tracker = makeTracker(t.db, { router }); // no fallback: nothing gets escalated
+    const pending = await fire(t.db, {}, failingReceiver());
+    const waiting = await fire(t.db);
+    const superseded = await fire(t.db, {}, failingReceiver());
+    await makeService(t.db).cancel(OWNER, { id: superseded.alarm.id });
+    for (const w of [pending, waiting, superseded]) await age(t.db, w.wakeId, 30 * DAY);
+
+    expect((await tracker.runOnce()).pruned).toBe(0);
+    for (const w of [pending, waiting, superseded]) expect(await wakeRow(t.db, w.wakeId)).not.toBeNull();
+    expect((await wakeRow(t.db, pending.wakeId))!.status).toBe('pending');
+  });
+
+  it('prunes in bounded batches, and says when more remain', async () => {
+    const tracker = makeTracker(t.db, { router, fallback }, { pruneBatchSize: 2 });
+    for (let i = 0; i < 5; i++) {
+      const w = await fire(t.db, { require_ack: false });
+      await age(t.db, w.wakeId, RETENTION + MINUTE);
+    }
+    const passes = [await tracker.runOnce(), await tracker.runOnce(), await tracker.runOnce()];
+    expect(passes.map((p) => [p.pruned, p.more])).toEqual([
+      [2, true],
+      [2, true],
+      [1, false],
+    ]);
+  });
+});
