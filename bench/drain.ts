@@ -1,0 +1,198 @@
+/**
+ * Drain: 5,000 alarms all due now; how long one worker takes until every one is delivered and
+ * recorded (`status = 'fired'`). Target (PostgreSQL): ≥ 20,000 fires/s, i.e. ≤ 250 ms.
+ *
+ * The worker is the library's `work(handler)` (in-process handler that counts), started after
+ * the alarms are in. Timed from the `work()` call — so it includes opening the LISTEN connection —
+ * to the moment the database shows all 5,000 `fired`; the handler's last call is reported too.
+ * The pool is warm (one untimed drain first), as in a running service. Each configuration of
+ * batch size and concurrency runs `--runs` times; the table reports the median and the best.
+ * CPU per fire is recorded too — the worker process's, and (PostgreSQL on this machine) its
+ * backends' — since on a shared machine it varies far less than wall time.
+ *
+ *   npx tsx bench/drain.ts [--backend=postgres|pglite|both] [--count=5000] [--runs=5]
+ */
+import { performance } from 'node:perf_hooks';
+import { createChronos, type Chronos, type WorkOptions } from '../src/library.js';
+import { LiteDb, sql } from '../src/store/db.js';
+import {
+  backendsFromArgs,
+  createBench,
+  loadDueAlarms,
+  log,
+  numberArg,
+  percentile,
+  sleep,
+  backendCpu,
+  backendCpuSince,
+  writeResult,
+  waitForQuiet,
+  type BenchDatabase,
+  type Load,
+} from './support.js';
+
+interface Run {
+  /** The machine's load when this run began. */
+  load: Load;
+  /** From work() to the handler's last call. */
+  deliveredMs: number;
+  /** From work() to all rows `fired`. */
+  recordedMs: number;
+  /** From the handler's first call to all rows `fired`. */
+  afterFirstFireMs: number;
+  firesPerSecond: number;
+  /** CPU per fire in this (the worker's) process, µs. */
+  workerCpuUsPerFire: number;
+  /** CPU per fire in the database's backends, µs (PostgreSQL on this machine only). */
+  postgresCpuUsPerFire: number | null;
+}
+
+const counts = sql(
+  'bench_drain_counts',
+  `SELECT count(*) FILTER (WHERE status = 'fired')::int AS fired, count(*)::int AS total FROM alarms`,
+);
+const wipe = `TRUNCATE alarms, wakes, wake_attempts`;
+
+async function openChronos(bench: BenchDatabase): Promise<Chronos> {
+  return bench.kind === 'postgres'
+    ? createChronos({ databaseUrl: bench.url! })
+    : createChronos({ pglite: (bench.db as LiteDb).lite });
+}
+
+async function drainOnce(
+  bench: BenchDatabase,
+  chronos: Chronos,
+  count: number,
+  options: WorkOptions,
+): Promise<Run> {
+  await bench.db.exec(wipe);
+  await loadDueAlarms(bench.db, count, 'drain-');
+  const load = await waitForQuiet();
+  const seen = new Set<string>();
+  let duplicates = 0;
+  let firstAt = 0;
+  let lastAt = 0;
+  let allSeen: () => void = () => {};
+  const delivered = new Promise<void>((resolve) => (allSeen = resolve));
+  const pgBefore = bench.url ? await backendCpu(bench.url) : null;
+  const cpuBefore = process.cpuUsage();
+  const started = performance.now();
+  const worker = chronos.work((fire) => {
+    const now = performance.now();
+    if (seen.size === 0) firstAt = now;
+    if (seen.has(fire.key)) duplicates++;
+    seen.add(fire.key);
+    if (seen.size === count) {
+      lastAt = now;
+      allSeen();
+    }
+  }, options);
+  let recordedAt: number;
+  try {
+    await delivered;
+    for (;;) {
+      const [row] = await chronos.db.query<{ fired: number; total: number }>(counts);
+      if (row!.fired === count) {
+        recordedAt = performance.now();
+        break;
+      }
+      await sleep(1);
+    }
+  } finally {
+    await worker.stop();
+  }
+  const cpu = process.cpuUsage(cpuBefore);
+  const pgCpuMs = bench.url ? await backendCpuSince(bench.url, pgBefore) : null;
+  if (duplicates > 0) throw new Error(`drain: ${duplicates} alarms were delivered twice in a clean run`);
+  const recordedMs = recordedAt - started;
+  return {
+    load,
+    deliveredMs: round(lastAt - started),
+    recordedMs: round(recordedMs),
+    afterFirstFireMs: round(recordedAt - firstAt),
+    firesPerSecond: Math.round((count / recordedMs) * 1000),
+    workerCpuUsPerFire: Math.round((cpu.user + cpu.system) / count),
+    postgresCpuUsPerFire: pgCpuMs === null ? null : Math.round((pgCpuMs * 1000) / count),
+  };
+}
+
+const round = (x: number) => Math.round(x * 10) / 10;
+
+interface Config extends WorkOptions {
+  label: string;
+}
+
+function configsFor(kind: BenchDatabase['kind']): Config[] {
+  const defaults: Config = {
+    label:
+      kind === 'postgres' ? 'default (batch 200, concurrency 200)' : 'default (batch 25, concurrency 200)',
+  };
+  const grid: [number, number][] =
+    kind === 'postgres'
+      ? [
+          [100, 200],
+          [500, 500],
+          [1000, 1000],
+          [2500, 2500],
+        ]
+      : [
+          [200, 200],
+          [1000, 1000],
+          [5000, 5000],
+        ];
+  return [
+    defaults,
+    ...grid.map(([batchSize, concurrency]) => ({
+      label: `batch ${batchSize}, concurrency ${concurrency}`,
+      batchSize,
+      concurrency,
+    })),
+  ];
+}
+
+async function runBackend(kind: BenchDatabase['kind'], count: number, runs: number) {
+  const bench = await createBench(kind, 'drain');
+  const chronos = await openChronos(bench);
+  const results = [];
+  try {
+    await drainOnce(bench, chronos, Math.min(count, 1_000), {});
+    for (const config of configsFor(kind)) {
+      const { label, ...options } = config;
+      const all: Run[] = [];
+      for (let i = 0; i < runs; i++) all.push(await drainOnce(bench, chronos, count, options));
+      const recorded = all.map((r) => r.recordedMs);
+      const median = percentile(recorded, 50);
+      const best = Math.min(...recorded);
+      const medianOf = (xs: number[]) => percentile(xs, 50);
+      const workerCpu = medianOf(all.map((r) => r.workerCpuUsPerFire));
+      const pgCpu = all.every((r) => r.postgresCpuUsPerFire !== null)
+        ? medianOf(all.map((r) => r.postgresCpuUsPerFire!))
+        : null;
+      results.push({
+        config: label,
+        options,
+        count,
+        medianMs: median,
+        bestMs: best,
+        cpuUsPerFire: { worker: workerCpu, postgres: pgCpu },
+        runs: all,
+      });
+      log(
+        `${kind}: ${label}: median ${median} ms (${Math.round((count / median) * 1000)} fires/s), ` +
+          `best ${best} ms; runs ${recorded.join(', ')}; CPU per fire: worker ${workerCpu} µs` +
+          (pgCpu === null ? '' : `, PostgreSQL ${pgCpu} µs`),
+      );
+    }
+  } finally {
+    await chronos.close();
+    await bench.drop();
+  }
+  return { backend: kind, count, runsPerConfig: runs, results };
+}
+
+const count = numberArg('count', 5_000);
+const runs = numberArg('runs', 5);
+for (const kind of backendsFromArgs()) {
+  const path = await writeResult(`drain-${kind}`, await runBackend(kind, count, runs));
+  log(`wrote ${path}`);
+}
