@@ -6,7 +6,12 @@
  * Timed is `alarmsClaimDue` itself, as the dispatcher calls it (its default batch size; on
  * PostgreSQL a named statement prepared by node-postgres on a one-connection pool, so it is
  * re-executed and the plan cache may switch to a generic plan), client round trip and commit
- * included. Between claims the row is put back as it was (unclaimed, no wake), untimed. Per depth:
+ * included. Between claims the row is put back as it was (unclaimed, no wake), untimed.
+ *
+ * On PostgreSQL each depth is its own database, all four loaded first and then measured in
+ * interleaved blocks (`--rounds` passes over the four, `--iterations` claims per depth in all), so
+ * drift in the disk's flush time or the neighbours' load falls on every depth alike. PGlite grows
+ * one store depth by depth. Per depth:
  *
  * - `claim`: plan_cache_mode at its default; `claimGeneric`: forced to the generic plan.
  * - `commitFloor`: a one-row UPDATE of a side table, timed in the same loop. A claim writes, so
@@ -25,7 +30,8 @@
  * yet (autovacuum waits for 20% of a table to change by default), so the claim walks their dead
  * index entries; and "wakes" — 1M rows of fire history in `wakes`, which the claim probes.
  *
- *   npx tsx bench/claim-depth.ts [--backend=postgres|pglite|both] [--iterations=2000]
+ *   npx tsx bench/claim-depth.ts [--backend=postgres|pglite|both] [--iterations=2000] [--rounds=10]
+ *     [--quiet=<cpu pressure %>]
  */
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
@@ -325,8 +331,8 @@ async function runPostgres(iterations: number, rounds: number) {
   const loads: Load[] = [];
   const plans: string[] = [];
   const depths: DepthResult[] = [];
-  let churn: Awaited<ReturnType<typeof measureChurn>> | null = null;
-  let wakes: Awaited<ReturnType<typeof measureWakes>> | null = null;
+  let churn: Awaited<ReturnType<typeof measureChurn>>;
+  let wakes: Awaited<ReturnType<typeof measureWakes>>;
   try {
     for (const depth of DEPTHS) {
       const bench = await createBench('postgres', `claim_${depth}`);
