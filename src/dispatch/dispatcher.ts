@@ -99,7 +99,7 @@ export class Dispatcher {
     this.#logger = options.logger ?? silentLogger;
     this.#metrics = options.metrics;
     this.#leaseMs = options.leaseMs ?? 30_000;
-    this.#batchSize = options.batchSize ?? (options.db.kind === 'pglite' ? 25 : 200);
+    this.#batchSize = options.batchSize ?? (options.db.kind === 'pglite' ? 100 : 200);
     this.#concurrency = options.concurrency ?? 200;
     this.#pollIntervalMs = options.pollIntervalMs ?? 1_000;
     this.#deliveryTimeoutMs = options.deliveryTimeoutMs ?? this.#leaseMs;
