@@ -83,6 +83,7 @@ export class Dispatcher {
   readonly #retry: RetryPolicy;
   readonly #random: () => number;
 
+  /** By lease token: the same alarm may be held twice when a lease lapsed under a slow handler. */
   readonly #inFlight = new Map<string, InFlight>();
   #pending: Outcome[] = [];
   #recording: Promise<void> | null = null;
@@ -121,7 +122,7 @@ export class Dispatcher {
     const claims = await this.#claim(
       Math.max(0, Math.min(this.#batchSize, this.#concurrency - this.inFlight)),
     );
-    await Promise.all(claims.map((c) => this.#inFlight.get(c.alarm.id)?.done));
+    await Promise.all(claims.map((c) => this.#inFlight.get(c.leaseToken)?.done));
     await this.#flushAll();
     return claims.length;
   }
@@ -230,10 +231,10 @@ export class Dispatcher {
   #begin(claim: Claim, time: DbTime): void {
     const abort = new AbortController();
     const flight: InFlight = { claim, abort, released: false, done: Promise.resolve() };
-    this.#inFlight.set(claim.alarm.id, flight);
+    this.#inFlight.set(claim.leaseToken, flight);
     this.#metrics?.inFlight.set(this.#inFlight.size);
     flight.done = this.#deliver(flight, time).finally(() => {
-      this.#inFlight.delete(claim.alarm.id);
+      this.#inFlight.delete(claim.leaseToken);
       this.#metrics?.inFlight.set(this.#inFlight.size);
       if (this.#inFlight.size === this.#concurrency - 1) this.#poke();
     });
