@@ -27,6 +27,38 @@ export const systemClock: Clock = {
     }),
 };
 
+const RealDate = Date;
+
+/**
+ * Test only: moves this process's wall clock `offsetMs` away from the host's, as on a host whose
+ * clock is wrong (`CHRONOS_TEST_CLOCK_OFFSET`, used by the clock-skew scenario). It replaces the
+ * global `Date`, so every reading of the wall clock in the process — this module's, the logger's,
+ * the libraries' — is shifted; timers and `performance.now()` are not (a wrong wall clock does not
+ * make time pass faster). Calling it again replaces the offset; 0 restores the real clock.
+ */
+export function shiftProcessClock(offsetMs: number): void {
+  if (offsetMs === 0) {
+    globalThis.Date = RealDate;
+    return;
+  }
+  class ShiftedDate extends RealDate {
+    constructor(...args: unknown[]) {
+      if (args.length === 0) super(RealDate.now() + offsetMs);
+      else super(...(args as ConstructorParameters<DateConstructor>));
+    }
+
+    static override now(): number {
+      return RealDate.now() + offsetMs;
+    }
+
+    // Dates made before the shift (or by code holding the real constructor) are still Dates.
+    static override [Symbol.hasInstance](value: unknown): boolean {
+      return value instanceof RealDate;
+    }
+  }
+  globalThis.Date = ShiftedDate as DateConstructor;
+}
+
 /**
  * A clock that moves only when told to. Sleepers wake when `advance()` passes their deadline or
  * their signal aborts.

@@ -39,6 +39,12 @@ export interface Config {
   /** For `chronos mcp` (stdio): the owner, by key or by DID. */
   apiKey: string | undefined;
   ownerDid: string | undefined;
+  /**
+   * Test only (`CHRONOS_TEST_CLOCK_OFFSET`, a signed duration such as `+1h` or `-10m`): shifts
+   * this process's wall clock, so a scenario can run an instance whose host clock is wrong and
+   * show that due-ness still follows the database clock (I5). 0 (unset) in every real deployment.
+   */
+  testClockOffsetMs: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -86,6 +92,17 @@ export function loadConfig(env: Env = process.env): Config {
     fail(name, 'an http(s) URL such as "https://router.example/wakes"', raw);
     return undefined;
   };
+  const signedDuration = (name: string) => {
+    const raw = text(name);
+    if (raw === undefined) return 0;
+    const sign = raw.startsWith('-') ? -1 : 1;
+    try {
+      return sign * parseDuration(raw.replace(/^[+-]/, ''), name);
+    } catch {
+      fail(name, 'a signed duration such as "+1h" or "-10m"', raw);
+      return 0;
+    }
+  };
   const secrets = (text('CHRONOS_WEBHOOK_SECRET') ?? '').split(/[\s,]+/).filter(Boolean);
   for (const secret of secrets) {
     const body = secret.startsWith('whsec_') ? secret.slice(6) : '';
@@ -128,6 +145,7 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: text('LOG_LEVEL') ?? 'info',
     apiKey: text('CHRONOS_API_KEY'),
     ownerDid: text('CHRONOS_OWNER_DID'),
+    testClockOffsetMs: signedDuration('CHRONOS_TEST_CLOCK_OFFSET'),
   };
   if (config.escalateAfterMs < config.nudgeAfterMs) {
     fail(

@@ -3,7 +3,7 @@
  * Surfaces (HTTP, MCP, CLI) are built on top of a ChronosService; loops never import surfaces.
  */
 import { AlarmService } from './alarm-service.js';
-import { systemClock, type Clock } from './clock.js';
+import { shiftProcessClock, systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
 import { Dispatcher } from './dispatch/dispatcher.js';
 import { KeyService } from './keys.js';
@@ -116,6 +116,13 @@ export class ChronosService {
   /** Opens the database (embedded when no DATABASE_URL) and applies migrations. */
   static async open(config: Config, options: ServiceOptions = {}): Promise<ChronosService> {
     const logger = options.logger ?? createLogger(config.logLevel);
+    if (config.testClockOffsetMs !== 0) {
+      shiftProcessClock(config.testClockOffsetMs);
+      logger.warn(
+        { offsetMs: config.testClockOffsetMs },
+        'CHRONOS_TEST_CLOCK_OFFSET is set: this process runs with its wall clock shifted (for tests only)',
+      );
+    }
     const db =
       options.db ??
       (config.databaseUrl

@@ -56,17 +56,28 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const KEY_IN_TEXT = /chronos_[A-Za-z0-9_-]{43}/g;
 const QUIET_ROUTES = new Set(['/healthz', '/readyz', '/metrics']);
 
-function requestIdOf(req: IncomingMessage): string {
+/** Replaces anything key-shaped, and the operator token, in text bound for a log line. */
+function scrubber(operatorToken: string | undefined): (text: string) => string {
+  return (text) => {
+    const scrubbed = text.replace(KEY_IN_TEXT, 'chronos_[redacted]');
+    return operatorToken ? scrubbed.replaceAll(operatorToken, '[redacted]') : scrubbed;
+  };
+}
+
+function requestIdOf(req: IncomingMessage, scrub: (text: string) => string): string {
   const given = req.headers['x-request-id'];
-  return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+  // A credential sent here by mistake would be echoed and logged with every line of the request.
+  return typeof given === 'string' && REQUEST_ID.test(given) && scrub(given) === given ? given : randomUUID();
 }
 
 export async function buildApp(service: AppService, options: AppOptions = {}): Promise<ChronosApp> {
   const logger = (options.logger ?? service.logger).child({ component: 'http' });
+  const operatorToken = options.operatorToken ?? service.config.operatorToken;
+  const scrub = scrubber(operatorToken);
   const app = Fastify({
     loggerInstance: logger,
     logController: new LogController({ disableRequestLogging: true }),
-    genReqId: requestIdOf,
+    genReqId: (req) => requestIdOf(req, scrub),
     bodyLimit: LIMITS.bodyBytes,
     // Conversation ids run to 200 characters (percent-encoded, more).
     routerOptions: { maxParamLength: 2_000 },
@@ -100,7 +111,7 @@ export async function buildApp(service: AppService, options: AppOptions = {}): P
     );
     const line = {
       method: request.method,
-      url: request.url.replace(KEY_IN_TEXT, 'chronos_[redacted]'),
+      url: scrub(request.url),
       route,
       statusCode: reply.statusCode,
       ms: Math.round(reply.elapsedTime * 10) / 10,
@@ -124,7 +135,7 @@ export async function buildApp(service: AppService, options: AppOptions = {}): P
 
   registerOperationRoutes(app, service, state);
 
-  const auth = new Authenticator(service.keys, options.operatorToken ?? service.config.operatorToken);
+  const auth = new Authenticator(service.keys, operatorToken);
   app.decorate('authenticator', auth);
   await app.register(
     async (v1) => {
