@@ -90,7 +90,8 @@ async function main(): Promise<void> {
         ),
       );
       await Promise.all(fleet.map((instance) => instance.start()));
-      for (let run = 1; run <= RUNS; run++) {
+      // Run 0 warms the fleet (JIT, pools, prepared statements) and is not counted.
+      for (let run = 0; run <= RUNS; run++) {
         const load = await quietEnough();
         await bench.db.query(truncate);
         await sink.reset();
@@ -132,9 +133,9 @@ async function main(): Promise<void> {
           cpuMs: cpu,
           cpuPressureAtStart: load.cpuPressureAvg10,
         };
-        results.push(result);
+        if (run > 0) results.push(result);
         log(
-          `${n} instance(s), run ${run}: ${result.firesPerSecond} fires/s, lateness p50 ${result.latenessMs.p50} ms ` +
+          `${n} instance(s), ${run === 0 ? 'warm-up' : `run ${run}`}: ${result.firesPerSecond} fires/s, lateness p50 ${result.latenessMs.p50} ms ` +
             `p99 ${result.latenessMs.p99} ms max ${result.latenessMs.max} ms, split ${result.split.join('/')}, ` +
             `duplicates ${result.duplicates}, early ${result.early}`,
         );

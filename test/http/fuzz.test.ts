@@ -6,20 +6,7 @@ import fc from 'fast-check';
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { describeEachBackend } from '../support/backends.js';
 import { call, isProblem, openTestApp, snapshot, type TestApp } from './support.js';
-
-const FIELDS = [
-  'label',
-  'at',
-  'in_seconds',
-  'cron',
-  'timezone',
-  'conversation_id',
-  'wake_message',
-  'payload',
-  'idempotency_key',
-  'max_failures',
-  'require_ack',
-] as const;
+import { ALARM_FIELDS, mutate } from '../support/mutations.js';
 
 const valid = fc.constantFrom<Record<string, unknown>>(
   { in_seconds: 600 },
@@ -72,8 +59,8 @@ const mutated = fc
     valid,
     fc.array(
       fc.oneof(
-        fc.record({ op: fc.constant('set' as const), key: fc.constantFrom(...FIELDS), value: nasty }),
-        fc.record({ op: fc.constant('drop' as const), key: fc.constantFrom(...FIELDS) }),
+        fc.record({ op: fc.constant('set' as const), key: fc.constantFrom(...ALARM_FIELDS), value: nasty }),
+        fc.record({ op: fc.constant('drop' as const), key: fc.constantFrom(...ALARM_FIELDS) }),
         fc.record({
           op: fc.constant('set' as const),
           key: fc.constant('payload'),
@@ -97,20 +84,7 @@ const mutated = fc
       { maxLength: 4 },
     ),
   )
-  .map(([base, ops]) => {
-    const body: Record<string, unknown> = { ...base };
-    for (const op of ops) {
-      if (op.op === 'drop') delete body[op.key];
-      else
-        Object.defineProperty(body, op.key, {
-          value: op.value,
-          enumerable: true,
-          configurable: true,
-          writable: true,
-        });
-    }
-    return JSON.stringify(body);
-  });
+  .map(([base, ops]) => JSON.stringify(mutate(base, ops)));
 
 // Raw text too: broken JSON, truncated bodies, lone values, duplicate keys.
 const bodies = fc.oneof(

@@ -11,13 +11,11 @@
  * receiver checking it against its own clock (Standard Webhooks allows 5 minutes) refuses it —
  * reported, as docs/delivery.md says: keep clocks synchronised.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { KeyService } from '../../src/keys.js';
-import { createTestDatabase, postgresAvailable, type TestDatabase } from '../support/databases.js';
+import { postgresAvailable } from '../support/databases.js';
 import { OWNER } from '../support/harness.js';
-import { errorLines, serveEnv, startFleet } from './support/fleet.js';
-import { stopAll, type Instance } from './support/instance.js';
-import { Router } from './support/router.js';
+import { errorLines, serveEnv, startFleet, useScenario } from './support/fleet.js';
 import { databaseNowMs, loadAlarms, owners } from './support/rows.js';
 import { sized, spread, startReport, waitUntil } from './support/scenario.js';
 
@@ -30,24 +28,13 @@ const OFFSET_MS = 3_600_000;
 const NUDGE_AFTER_MS = 3_000;
 
 describe.skipIf(!postgresAvailable())('scenario: clock skew', () => {
-  let t: TestDatabase;
-  let router: Router;
-  let fleet: Instance[] = [];
-  beforeAll(async () => {
-    t = await createTestDatabase('postgres');
-    router = await Router.start();
-  });
-  afterAll(async () => {
-    await stopAll(fleet);
-    await router?.close();
-    await t?.close();
-  });
+  const scenario = useScenario();
 
   it('an instance whose clock is an hour ahead never fires or nudges early, nor an hour late (I5)', async () => {
     const report = startReport('clock-skew', 'test/scenarios/clock-skew.test.ts');
-    fleet = await startFleet(
+    const fleet = await startFleet(
       1,
-      serveEnv(t.url!, router, {
+      serveEnv(scenario.t.url!, scenario.router, {
         CHRONOS_TEST_CLOCK_OFFSET: OFFSET,
         CHRONOS_MIN_CRON_INTERVAL: '1s',
         CHRONOS_NUDGE_AFTER: `${NUDGE_AFTER_MS}ms`,
@@ -61,7 +48,7 @@ describe.skipIf(!postgresAvailable())('scenario: clock skew', () => {
     // Its log lines carry its own (shifted) time: proof the hook moved the process's clock.
     const loggedAt = Number(skewed!.logs().at(-1)!.time);
 
-    const key = (await new KeyService(t.db).create(OWNER.did, 'skew')).key;
+    const key = (await new KeyService(scenario.t.db).create(OWNER.did, 'skew')).key;
     const post = async (body: Record<string, unknown>) => {
       const response = await fetch(`${skewed!.url}/v1/alarms`, {
         method: 'POST',
@@ -73,7 +60,7 @@ describe.skipIf(!postgresAvailable())('scenario: clock skew', () => {
       return json.alarm;
     };
 
-    const due = await loadAlarms(t.db, {
+    const due = await loadAlarms(scenario.t.db, {
       count: SIZE.alarms,
       firstDueInMs: 2_000,
       spreadMs: SIZE.spreadMs,
@@ -84,41 +71,41 @@ describe.skipIf(!postgresAvailable())('scenario: clock skew', () => {
       const alarm = await post({ in_seconds: seconds, label: `in-${seconds}s`, require_ack: false });
       viaApi.set(alarm.id, Date.parse(alarm.next_fire_at));
     }
-    const at = new Date((await databaseNowMs(t.db)) + 3_000).toISOString().replace('Z', '+00:00');
+    const at = new Date((await databaseNowMs(scenario.t.db)) + 3_000).toISOString().replace('Z', '+00:00');
     const atAlarm = await post({ at, label: 'at', require_ack: false });
     viaApi.set(atAlarm.id, Date.parse(atAlarm.next_fire_at));
     const acked = await post({ in_seconds: 2, label: 'needs-ack', require_ack: true });
     const cron = await post({ cron: '@every 2s', label: 'every-2s', require_ack: false });
-    const createdAt = await databaseNowMs(t.db);
+    const createdAt = await databaseNowMs(scenario.t.db);
 
     const all = new Map([...due, ...viaApi, [acked.id, Date.parse(acked.next_fire_at)]]);
-    await waitUntil(() => router.deliveredCount(all.keys()) === all.size, {
+    await waitUntil(() => scenario.router.deliveredCount(all.keys()) === all.size, {
       timeoutMs: SIZE.spreadMs + 30_000,
       what: 'every alarm delivered',
     });
     const nudge = await waitUntil(
-      () => router.receipts().find((r) => r.type === 'alarm.nudge' && r.alarmId === acked.id),
+      () => scenario.router.receipts().find((r) => r.type === 'alarm.nudge' && r.alarmId === acked.id),
       { timeoutMs: 30_000, what: 'the nudge' },
     );
     await waitUntil(
-      () => router.receipts().filter((r) => r.alarmId === cron.id && r.ok).length >= SIZE.cronFires,
+      () => scenario.router.receipts().filter((r) => r.alarmId === cron.id && r.ok).length >= SIZE.cronFires,
       { timeoutMs: 2_000 * SIZE.cronFires + 30_000, what: 'the cron alarm to fire repeatedly' },
     );
 
-    const tally = await router.tally(all, t.db);
-    const cronFires = router.receipts().filter((r) => r.alarmId === cron.id && r.ok);
+    const tally = await scenario.router.tally(all, scenario.t.db);
+    const cronFires = scenario.router.receipts().filter((r) => r.alarmId === cron.id && r.ok);
     const cronEarly = cronFires.filter((r) => r.receivedAt < r.scheduledFor).length;
     const cronSteps = cronFires.slice(1).map((r, i) => r.scheduledFor - cronFires[i]!.scheduledFor);
     const apiLateness = [...viaApi].map(
       ([id, dueAt]) =>
         Math.min(
-          ...router
+          ...scenario.router
             .deliveredByAlarm()
             .get(id)!
             .map((r) => r.receivedAt),
         ) - dueAt,
     );
-    const timestampSkew = router.receipts().map((r) => r.timestampMs - r.receivedAt);
+    const timestampSkew = scenario.router.receipts().map((r) => r.timestampMs - r.receivedAt);
 
     Object.assign(report, {
       clockOffset: OFFSET,

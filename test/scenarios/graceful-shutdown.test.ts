@@ -8,11 +8,10 @@
  * the grace period ends are cut and their leases given back, and B fires those at once — long
  * before their lease (30 s) would have lapsed. A exits 0.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, postgresAvailable, type TestDatabase } from '../support/databases.js';
-import { allDelivered, allSettled, errorLines, fencedLines, serveEnv } from './support/fleet.js';
-import { Instance, stopAll } from './support/instance.js';
-import { Router } from './support/router.js';
+import { describe, expect, it } from 'vitest';
+import { postgresAvailable } from '../support/databases.js';
+import { allDelivered, allSettled, errorLines, fencedLines, serveEnv, useScenario } from './support/fleet.js';
+import { Instance } from './support/instance.js';
 import { alarmsByStatus, loadAlarms, owners } from './support/rows.js';
 import { sized, spread, startReport, waitUntil } from './support/scenario.js';
 
@@ -23,32 +22,22 @@ const SIZE = sized(
 const LEASE_MS = 30_000;
 
 describe.skipIf(!postgresAvailable())('scenario: graceful shutdown', () => {
-  let t: TestDatabase;
-  let router: Router;
   const fleet: Instance[] = [];
   const stuck = new Set<string>();
-  beforeAll(async () => {
-    t = await createTestDatabase('postgres');
-    // The first delivery of a stuck alarm is never answered; everything else after 100–300 ms.
-    const seen = new Set<string>();
-    router = await Router.start((request) => {
-      const id = (JSON.parse(request.body) as { alarm_id: string }).alarm_id;
-      if (stuck.has(id) && !seen.has(id)) {
-        seen.add(id);
-        return { hang: true };
-      }
-      return { status: 200, delayMs: 100 + Math.floor(Math.random() * 200) };
-    });
-  });
-  afterAll(async () => {
-    await stopAll(fleet);
-    await router?.close();
-    await t?.close();
+  // The first delivery of a stuck alarm is never answered; everything else after 100–300 ms.
+  const seen = new Set<string>();
+  const scenario = useScenario((request) => {
+    const id = (JSON.parse(request.body) as { alarm_id: string }).alarm_id;
+    if (stuck.has(id) && !seen.has(id)) {
+      seen.add(id);
+      return { hang: true };
+    }
+    return { status: 200, delayMs: 100 + Math.floor(Math.random() * 200) };
   });
 
   it('SIGTERM during a burst: deliveries under way finish, hung ones are released and fired by the other instance at once, exit 0', async () => {
     const report = startReport('graceful-shutdown', 'test/scenarios/graceful-shutdown.test.ts');
-    const env = serveEnv(t.url!, router, {
+    const env = serveEnv(scenario.t.url!, scenario.router, {
       CHRONOS_LEASE: `${LEASE_MS}ms`,
       CHRONOS_SHUTDOWN_GRACE: `${SIZE.graceMs}ms`,
       CHRONOS_DELIVERY_TIMEOUT: `${SIZE.timeoutMs}ms`,
@@ -60,14 +49,14 @@ describe.skipIf(!postgresAvailable())('scenario: graceful shutdown', () => {
 
     // The stuck alarms fall due first, so A — alone at that moment — claims them all.
     const people = owners(10);
-    const stuckDue = await loadAlarms(t.db, {
+    const stuckDue = await loadAlarms(scenario.t.db, {
       count: SIZE.stuck,
       firstDueInMs: 1_500,
       owners: people,
       label: 'stuck',
     });
     for (const id of stuckDue.keys()) stuck.add(id);
-    const burstDue = await loadAlarms(t.db, {
+    const burstDue = await loadAlarms(scenario.t.db, {
       count: SIZE.burst,
       firstDueInMs: 1_600,
       spreadMs: SIZE.burstOverMs,
@@ -75,24 +64,27 @@ describe.skipIf(!postgresAvailable())('scenario: graceful shutdown', () => {
       label: 'burst',
     });
     const due = new Map([...stuckDue, ...burstDue]);
-    await waitUntil(() => router.receipts().filter((r) => stuck.has(r.alarmId)).length === SIZE.stuck, {
-      timeoutMs: 30_000,
-      what: 'A to send every stuck alarm',
-    });
+    await waitUntil(
+      () => scenario.router.receipts().filter((r) => stuck.has(r.alarmId)).length === SIZE.stuck,
+      {
+        timeoutMs: 30_000,
+        what: 'A to send every stuck alarm',
+      },
+    );
     await b.start();
 
     const inFlightAtTerm = await a.metric('chronos_deliveries_in_flight');
-    const receivedBeforeTerm = router.sink.received;
+    const receivedBeforeTerm = scenario.router.sink.received;
     const termAt = Date.now();
     const ended = await a.terminate();
     const exitMs = Date.now() - termAt;
 
-    await allDelivered(router, due, LEASE_MS);
-    await allSettled(t.db, due, 30_000);
-    const tally = await router.tally(due, t.db);
+    await allDelivered(scenario.router, due, LEASE_MS);
+    await allSettled(scenario.t.db, due, 30_000);
+    const tally = await scenario.router.tally(due, scenario.t.db);
 
     // A stuck alarm's first request (A's) was cut; its delivery came from B, after A let it go.
-    const receipts = router.receipts();
+    const receipts = scenario.router.receipts();
     const refiredAfterMs: number[] = [];
     for (const id of stuck) {
       const list = receipts.filter((r) => r.alarmId === id).sort((x, y) => x.receivedAt - y.receivedAt);
@@ -102,7 +94,7 @@ describe.skipIf(!postgresAvailable())('scenario: graceful shutdown', () => {
       (id) => receipts.filter((r) => r.alarmId === id).sort((x, y) => x.receivedAt - y.receivedAt)[0]!,
     );
     const aLogs = a.logs();
-    const burstDuplicates = [...router.deliveredByAlarm()].filter(
+    const burstDuplicates = [...scenario.router.deliveredByAlarm()].filter(
       ([id, list]) => burstDue.has(id) && list.length > 1,
     ).length;
 
@@ -125,7 +117,7 @@ describe.skipIf(!postgresAvailable())('scenario: graceful shutdown', () => {
       aShutdownLog: aLogs
         .filter((l) => /shutting down|stopped|received SIG|release/.test(String(l.msg)))
         .map((l) => l.msg),
-      statuses: await alarmsByStatus(t.db),
+      statuses: await alarmsByStatus(scenario.t.db),
     });
     await report.finish();
 

@@ -11,13 +11,13 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { hashKey, KeyService } from '../../src/keys.js';
 import { sql } from '../../src/store/db.js';
 import { runChronos } from '../cli/support.js';
-import { createTestDatabase, postgresAvailable, type TestDatabase } from '../support/databases.js';
+import { postgresAvailable } from '../support/databases.js';
 import { OTHER, OWNER } from '../support/harness.js';
-import { serveEnv, WEBHOOK_SECRET } from './support/fleet.js';
+import { serveEnv, useScenario, WEBHOOK_SECRET } from './support/fleet.js';
 import { Instance } from './support/instance.js';
 import { Router } from './support/router.js';
 
@@ -30,15 +30,14 @@ const tables = sql(
 );
 
 describe.skipIf(!postgresAvailable())('hostile input: credentials', () => {
-  let t: TestDatabase;
-  let router: Router;
+  const scenario = useScenario();
   let server: Instance;
   const cliOutput: string[] = [];
   const keys = { a: '', b: '', revoked: '' };
   let alarmOfA = '';
 
   async function cli(args: string[]): Promise<string> {
-    const run = await runChronos(args, { DATABASE_URL: t.url! });
+    const run = await runChronos(args, { DATABASE_URL: scenario.t.url! });
     expect(run.code, run.stderr).toBe(0);
     return run.stdout;
   }
@@ -50,25 +49,18 @@ describe.skipIf(!postgresAvailable())('hostile input: credentials', () => {
   }
 
   beforeAll(async () => {
-    t = await createTestDatabase('postgres');
-    router = await Router.start();
     keys.a = (await newKey(OWNER.did)).key;
-    keys.b = (await new KeyService(t.db).create(OTHER.did, 'b')).key;
+    keys.b = (await new KeyService(scenario.t.db).create(OTHER.did, 'b')).key;
     const revoked = await newKey(OWNER.did);
     keys.revoked = revoked.key;
     cliOutput.push(await cli(['keys', 'list']));
     cliOutput.push(await cli(['keys', 'revoke', revoked.id]));
     server = await Instance.create('chronos-auth', {
-      ...serveEnv(t.url!, router, { CHRONOS_OPERATOR_TOKEN: OPERATOR_TOKEN }),
+      ...serveEnv(scenario.t.url!, scenario.router, { CHRONOS_OPERATOR_TOKEN: OPERATOR_TOKEN }),
       LOG_LEVEL: 'debug',
     });
     await server.start();
   }, 60_000);
-  afterAll(async () => {
-    await server?.stop();
-    await router?.close();
-    await t?.close();
-  });
 
   const answers: { what: string; status: number; text: string }[] = [];
   async function request(
@@ -166,12 +158,12 @@ describe.skipIf(!postgresAvailable())('hostile input: credentials', () => {
     await client.close();
 
     // `chronos mcp` (stdio) with a revoked key exits 1 with one line that does not repeat the key.
-    const stdio = await runChronos(['mcp'], { DATABASE_URL: t.url!, CHRONOS_API_KEY: keys.revoked });
+    const stdio = await runChronos(['mcp'], { DATABASE_URL: scenario.t.url!, CHRONOS_API_KEY: keys.revoked });
     expect(stdio.code).toBe(1);
     cliOutput.push(stdio.stdout, stdio.stderr);
 
     // Let A's alarm fire, so the router has received something to search too.
-    await waitForDelivery(router, alarmOfA);
+    await waitForDelivery(scenario.router, alarmOfA);
   }, 60_000);
 
   it('no key, token or secret in the server’s logs, any table, the router’s requests or the CLI’s output', async () => {
@@ -184,13 +176,13 @@ describe.skipIf(!postgresAvailable())('hostile input: credentials', () => {
     };
     const places: Record<string, string> = {
       'the server’s log output': [...server.lines, ...server.currentLines(), server.stderr].join('\n'),
-      'the router’s requests': router.sink.requests
+      'the router’s requests': scenario.router.sink.requests
         .map((r) => `${JSON.stringify(r.headers)}\n${r.body}`)
         .join('\n'),
       'the CLI’s output (the key lines aside)': cliOutput.join('\n'),
     };
-    for (const { name } of await t.db.query<{ name: string }>(tables)) {
-      const rows = await t.db.query<{ row: string }>(
+    for (const { name } of await scenario.t.db.query<{ name: string }>(tables)) {
+      const rows = await scenario.t.db.query<{ row: string }>(
         sql(`auth_scan_${name}`, `SELECT t::text AS row FROM "${name}" t`),
       );
       places[`table ${name}`] = rows.map((r) => r.row).join('\n');

@@ -19,25 +19,12 @@ import { describeEachBackend } from '../support/backends.js';
 import { sized } from './support/scenario.js';
 import { call, isProblem, snapshot } from '../http/support.js';
 import { httpClient, openMcpServer, OTHER, OWNER, textOf, type McpTestServer } from '../mcp/support.js';
+import { ALARM_FIELDS, mutate } from '../support/mutations.js';
 
 const ownersAlarms = sql(
   'fuzz_owner_alarm_ids',
   `SELECT id::text AS id FROM alarms WHERE owner_did = $1 ORDER BY id`,
 );
-
-const FIELDS = [
-  'label',
-  'at',
-  'in_seconds',
-  'cron',
-  'timezone',
-  'conversation_id',
-  'wake_message',
-  'payload',
-  'idempotency_key',
-  'max_failures',
-  'require_ack',
-] as const;
 
 const valid = fc.constantFrom<Record<string, unknown>>(
   { in_seconds: 600 },
@@ -89,28 +76,15 @@ const mutatedArgs = fc
       fc.constant([]),
       fc.array(
         fc.oneof(
-          fc.record({ op: fc.constant('set' as const), key: fc.constantFrom(...FIELDS), value: nasty }),
-          fc.record({ op: fc.constant('drop' as const), key: fc.constantFrom(...FIELDS) }),
+          fc.record({ op: fc.constant('set' as const), key: fc.constantFrom(...ALARM_FIELDS), value: nasty }),
+          fc.record({ op: fc.constant('drop' as const), key: fc.constantFrom(...ALARM_FIELDS) }),
           fc.record({ op: fc.constant('set' as const), key: fc.string({ maxLength: 12 }), value: nasty }),
         ),
         { minLength: 1, maxLength: 3 },
       ),
     ),
   )
-  .map(([base, ops]) => {
-    const body: Record<string, unknown> = { ...base };
-    for (const op of ops) {
-      if (op.op === 'drop') delete body[op.key];
-      else
-        Object.defineProperty(body, op.key, {
-          value: op.value,
-          enumerable: true,
-          configurable: true,
-          writable: true,
-        });
-    }
-    return body;
-  });
+  .map(([base, ops]) => mutate(base, ops));
 
 type Target = { mine: number } | { theirs: true } | string;
 

@@ -6,11 +6,18 @@
  * killed instance had in flight — each duplicate's first delivery reached the router within a
  * lease before a kill, and the repeat came from another instance after that lease lapsed.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, postgresAvailable, type TestDatabase } from '../support/databases.js';
-import { allDelivered, allSettled, errorLines, fencedLines, serveEnv, startFleet } from './support/fleet.js';
-import { stopAll, type Instance } from './support/instance.js';
-import { Router } from './support/router.js';
+import { describe, expect, it } from 'vitest';
+import { postgresAvailable } from '../support/databases.js';
+import {
+  allDelivered,
+  allSettled,
+  errorLines,
+  fencedLines,
+  serveEnv,
+  startFleet,
+  useScenario,
+} from './support/fleet.js';
+import { type Instance } from './support/instance.js';
 import { alarmsByStatus, loadAlarms, owners, wakesClaimedAgain } from './support/rows.js';
 import { sized, sleep, startReport } from './support/scenario.js';
 
@@ -21,31 +28,20 @@ const SIZE = sized(
 const CONCURRENCY = 200;
 
 describe.skipIf(!postgresAvailable())('scenario: kill -9', () => {
-  let t: TestDatabase;
-  let router: Router;
-  let fleet: Instance[] = [];
-  beforeAll(async () => {
-    t = await createTestDatabase('postgres');
-    // A router that takes 20–100 ms to answer, as a real one does: wakes are in flight at a kill.
-    router = await Router.start(() => ({ status: 200, delayMs: 20 + Math.floor(Math.random() * 80) }));
-  });
-  afterAll(async () => {
-    await stopAll(fleet);
-    await router?.close();
-    await t?.close();
-  });
+  // A router that takes 20–100 ms to answer, as a real one does: wakes are in flight at a kill.
+  const scenario = useScenario(() => ({ status: 200, delayMs: 20 + Math.floor(Math.random() * 80) }));
 
   it(`3 instances, one SIGKILLed every ${SIZE.killEveryMs / 1000} s and restarted: no alarm lost, none early, duplicates only for wakes in flight at a kill`, async () => {
     const report = startReport('kill-9', 'test/scenarios/kill.test.ts');
-    fleet = await startFleet(
+    const fleet = await startFleet(
       3,
-      serveEnv(t.url!, router, {
+      serveEnv(scenario.t.url!, scenario.router, {
         CHRONOS_LEASE: `${SIZE.leaseMs}ms`,
         CHRONOS_DELIVERY_TIMEOUT: '1500ms',
         CHRONOS_CONCURRENCY: String(CONCURRENCY),
       }),
     );
-    const due = await loadAlarms(t.db, {
+    const due = await loadAlarms(scenario.t.db, {
       count: SIZE.alarms,
       firstDueInMs: 2_000,
       spreadMs: SIZE.spreadMs,
@@ -82,15 +78,15 @@ describe.skipIf(!postgresAvailable())('scenario: kill -9', () => {
     }
     await Promise.all(restarts.values());
 
-    await allDelivered(router, due, SIZE.spreadMs + 4 * SIZE.leaseMs + 60_000);
+    await allDelivered(scenario.router, due, SIZE.spreadMs + 4 * SIZE.leaseMs + 60_000);
     // A duplicate comes after its lease lapses: wait until every row is settled, then count.
-    await allSettled(t.db, due, 4 * SIZE.leaseMs + 30_000);
-    const tally = await router.tally(due, t.db);
+    await allSettled(scenario.t.db, due, 4 * SIZE.leaseMs + 30_000);
+    const tally = await scenario.router.tally(due, scenario.t.db);
 
     // Each duplicate's first delivery arrived within a lease before some kill (it was in flight
     // in the killed process); the repeat is the lease lapsing and another instance firing it.
-    const delivered = router.deliveredByAlarm();
-    const claimedAgain = await wakesClaimedAgain(t.db);
+    const delivered = scenario.router.deliveredByAlarm();
+    const claimedAgain = await wakesClaimedAgain(scenario.t.db);
     const unexplained: string[] = [];
     const duplicatedWakes: string[] = [];
     for (const receipts of delivered.values()) {
@@ -116,7 +112,7 @@ describe.skipIf(!postgresAvailable())('scenario: kill -9', () => {
       duplicatesUnexplained: unexplained.length,
       fencedOutcomes: fencedLines(fleet),
       errorLogLines: errorLines(fleet).length,
-      statuses: await alarmsByStatus(t.db),
+      statuses: await alarmsByStatus(scenario.t.db),
     });
     await report.finish();
 
@@ -128,6 +124,6 @@ describe.skipIf(!postgresAvailable())('scenario: kill -9', () => {
     expect(tally.earlyByDatabase).toBe(0);
     expect(unexplained, 'duplicates not explained by a kill').toEqual([]);
     expect(tally.duplicated).toBeLessThanOrEqual(kills.length * CONCURRENCY);
-    expect(await alarmsByStatus(t.db)).toEqual({ fired: SIZE.alarms });
+    expect(await alarmsByStatus(scenario.t.db)).toEqual({ fired: SIZE.alarms });
   }, 240_000);
 });

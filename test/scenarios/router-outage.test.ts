@@ -10,38 +10,25 @@
  * those created with `max_failures: 1`) is `failed` with its `last_error`; every other alarm is
  * delivered after the router returns. Nothing is lost (I2).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, postgresAvailable, type TestDatabase } from '../support/databases.js';
-import { allDelivered, allSettled, errorLines, serveEnv, startFleet } from './support/fleet.js';
-import { stopAll, type Instance } from './support/instance.js';
-import { Router } from './support/router.js';
+import { describe, expect, it } from 'vitest';
+import { postgresAvailable } from '../support/databases.js';
+import { allDelivered, allSettled, errorLines, serveEnv, startFleet, useScenario } from './support/fleet.js';
 import { alarmsByStatus, alarmStates, loadAlarms, owners } from './support/rows.js';
 import { sized, sleep, spread, startReport } from './support/scenario.js';
 
 const SIZE = sized(
-  { alarms: 400, fragile: 80, spreadMs: 8_000, outageFromMs: 1_500, outageMs: 4_000 },
-  { alarms: 3_000, fragile: 300, spreadMs: 90_000, outageFromMs: 10_000, outageMs: 60_000 },
+  { alarms: 400, fragile: 80, burst: 10, spreadMs: 8_000, outageFromMs: 1_500, outageMs: 4_000 },
+  { alarms: 3_000, fragile: 300, burst: 20, spreadMs: 90_000, outageFromMs: 10_000, outageMs: 60_000 },
 );
 
 describe.skipIf(!postgresAvailable())('scenario: router outage', () => {
-  let t: TestDatabase;
-  let router: Router;
-  let fleet: Instance[] = [];
-  beforeAll(async () => {
-    t = await createTestDatabase('postgres');
-    router = await Router.start();
-  });
-  afterAll(async () => {
-    await stopAll(fleet);
-    await router?.close();
-    await t?.close();
-  });
+  const scenario = useScenario();
 
   it(`the router refuses connections for ${SIZE.outageMs / 1000} s: nothing lost; held alarms delivered late, the rest failed with last_error`, async () => {
     const report = startReport('router-outage', 'test/scenarios/router-outage.test.ts');
-    fleet = await startFleet(2, serveEnv(t.url!, router, { CHRONOS_LEASE: '10s' }));
+    const fleet = await startFleet(2, serveEnv(scenario.t.url!, scenario.router, { CHRONOS_LEASE: '10s' }));
     const people = owners(10);
-    const sturdy = await loadAlarms(t.db, {
+    const sturdy = await loadAlarms(scenario.t.db, {
       count: SIZE.alarms - SIZE.fragile,
       firstDueInMs: 2_000,
       spreadMs: SIZE.spreadMs,
@@ -49,7 +36,7 @@ describe.skipIf(!postgresAvailable())('scenario: router outage', () => {
       label: 'sturdy',
     });
     // Alarms that give up at their first failure: the ones an outage can make `failed`.
-    const fragile = await loadAlarms(t.db, {
+    const fragile = await loadAlarms(scenario.t.db, {
       count: SIZE.fragile,
       firstDueInMs: 2_000,
       spreadMs: SIZE.spreadMs,
@@ -57,30 +44,39 @@ describe.skipIf(!postgresAvailable())('scenario: router outage', () => {
       label: 'fragile',
       maxFailures: 1,
     });
-    const due = new Map([...sturdy, ...fragile]);
+    // And a burst of them due together just as the router goes: claimed in one batch and all sent
+    // before an instance has seen the three failures that make it hold, so they fail.
+    const burst = await loadAlarms(scenario.t.db, {
+      count: SIZE.burst,
+      firstDueInMs: 2_000 + SIZE.outageFromMs + 30,
+      owners: people,
+      label: 'burst',
+      maxFailures: 1,
+    });
+    const due = new Map([...sturdy, ...fragile, ...burst]);
     const firstDue = Math.min(...due.values());
 
     await sleep(firstDue + SIZE.outageFromMs - Date.now());
     const downAt = Date.now();
-    await router.sink.down();
+    await scenario.router.sink.down();
     // Sample each instance's hold while the router is away.
     const held: Record<string, number[]> = Object.fromEntries(fleet.map((i) => [i.name, []]));
     while (Date.now() < downAt + SIZE.outageMs) {
       for (const instance of fleet) held[instance.name]!.push(await instance.metric('chronos_router_held'));
       await sleep(Math.min(1_000, downAt + SIZE.outageMs - Date.now()));
     }
-    await router.sink.up();
+    await scenario.router.sink.up();
     const upAt = Date.now();
 
-    await allSettled(t.db, due, SIZE.spreadMs + 120_000);
-    const states = await alarmStates(t.db, [...due.keys()]);
+    await allSettled(scenario.t.db, due, SIZE.spreadMs + 120_000);
+    const states = await alarmStates(scenario.t.db, [...due.keys()]);
     const failedIds = [...states].filter(([, s]) => s.status === 'failed').map(([id]) => id);
     const expectDelivered = new Map([...due].filter(([id]) => !failedIds.includes(id)));
-    await allDelivered(router, expectDelivered, 30_000);
-    const tally = await router.tally(due, t.db);
+    await allDelivered(scenario.router, expectDelivered, 30_000);
+    const tally = await scenario.router.tally(due, scenario.t.db);
 
     const dueDuringOutage = [...due].filter(([, at]) => at >= downAt && at < upAt);
-    const delivered = router.deliveredByAlarm();
+    const delivered = scenario.router.deliveredByAlarm();
     const deliveredAfter = dueDuringOutage
       .filter(([id]) => delivered.has(id))
       .map(([id, at]) => Math.min(...delivered.get(id)!.map((r) => r.receivedAt)) - at);
@@ -89,26 +85,28 @@ describe.skipIf(!postgresAvailable())('scenario: router outage', () => {
 
     Object.assign(report, {
       instances: 2,
-      alarms: SIZE.alarms,
-      alarmsWithMaxFailures1: SIZE.fragile,
+      alarms: SIZE.alarms + SIZE.burst,
+      alarmsWithMaxFailures1: SIZE.fragile + SIZE.burst,
       outageMs: Math.round(upAt - downAt),
       alarmsDueDuringOutage: dueDuringOutage.length,
       alarmsAttemptedDuringOutage: attemptedDuringOutage.length,
       failedWithLastError: failedIds.length,
-      failedAmongMaxFailures1: failedIds.filter((id) => fragile.has(id)).length,
+      failedAmongMaxFailures1: failedIds.filter((id) => fragile.has(id) || burst.has(id)).length,
+      burstDueAtOutageStart: SIZE.burst,
       lastErrors: [...errors],
       heldSamples: held,
       latenessOfAlarmsDueDuringOutageMs: spread(deliveredAfter),
       tally,
       errorLogLines: errorLines(fleet).length,
-      statuses: await alarmsByStatus(t.db),
+      statuses: await alarmsByStatus(scenario.t.db),
     });
     await report.finish();
 
     expect(tally.lost).toBe(0);
     expect(tally.early).toBe(0);
     expect(tally.earlyByDatabase).toBe(0);
-    expect(tally.delivered + tally.failed).toBe(SIZE.alarms);
+    expect(tally.delivered + tally.failed).toBe(SIZE.alarms + SIZE.burst);
+    expect(tally.failed).toBeGreaterThan(0);
     // Every failure is visible, says why, and reached its alarm's ceiling.
     for (const id of failedIds) {
       const state = states.get(id)!;

@@ -9,13 +9,12 @@
  * agent runs), and with eight looping at once; the figures go to the report and to
  * docs/reliability.md. Speed is not asserted.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { KeyService } from '../../src/keys.js';
 import { sql } from '../../src/store/db.js';
-import { createTestDatabase, postgresAvailable, type TestDatabase } from '../support/databases.js';
-import { serveEnv } from './support/fleet.js';
+import { postgresAvailable } from '../support/databases.js';
+import { serveEnv, useScenario } from './support/fleet.js';
 import { Instance } from './support/instance.js';
-import { Router } from './support/router.js';
 import { owners } from './support/rows.js';
 import { sized, sleep, spread, startReport } from './support/scenario.js';
 
@@ -24,23 +23,18 @@ const SIZE = sized({ phaseMs: 3_000, others: 4 }, { phaseMs: 30_000, others: 8 }
 const countOf = sql('loop_alarms_of', `SELECT count(*)::int AS n FROM alarms WHERE owner_did = $1`);
 
 describe.skipIf(!postgresAvailable())('hostile input: a self-scheduling loop', () => {
-  let t: TestDatabase;
-  let router: Router;
+  const scenario = useScenario();
   let server: Instance;
   beforeAll(async () => {
-    t = await createTestDatabase('postgres');
-    router = await Router.start();
     server = await Instance.create(
       'chronos-quota',
-      serveEnv(t.url!, router, { CHRONOS_CREATE_RATE: '120', CHRONOS_MAX_ACTIVE_ALARMS: '1000' }),
+      serveEnv(scenario.t.url!, scenario.router, {
+        CHRONOS_CREATE_RATE: '120',
+        CHRONOS_MAX_ACTIVE_ALARMS: '1000',
+      }),
     );
     await server.start();
   }, 60_000);
-  afterAll(async () => {
-    await server?.stop();
-    await router?.close();
-    await t?.close();
-  });
 
   async function post(key: string, body: unknown) {
     const started = performance.now();
@@ -124,7 +118,7 @@ describe.skipIf(!postgresAvailable())('hostile input: a self-scheduling loop', (
 
   it('is stopped by the create quota with 429s, and never gets another owner refused', async () => {
     const report = startReport('self-scheduling-loop', 'test/scenarios/self-scheduling.test.ts');
-    const service = new KeyService(t.db);
+    const service = new KeyService(scenario.t.db);
     const make = async (did: string) => (await service.create(did, 'loop')).key;
     const [loopOwner, fleetOwner, ...otherOwners] = owners(2 + SIZE.others, 'agent');
     const loopKey = await make(loopOwner!);
@@ -140,7 +134,7 @@ describe.skipIf(!postgresAvailable())('hostile input: a self-scheduling loop', (
       loop(fleetKey, 8, SIZE.phaseMs),
       othersAtWork(otherKeys, SIZE.phaseMs),
     ]);
-    const rowsOf = async (did: string) => (await t.db.query<{ n: number }>(countOf, [did]))[0]!.n;
+    const rowsOf = async (did: string) => (await scenario.t.db.query<{ n: number }>(countOf, [did]))[0]!.n;
     const loopRows = await rowsOf(loopOwner!);
     const fleetRows = await rowsOf(fleetOwner!);
 

@@ -8,11 +8,10 @@
  * fewer slow wakes than `CHRONOS_CONCURRENCY`, other owners' wakes are delivered while the slow
  * ones hang; with more, the rest wait for a slot — that is the limit, and its cost is measured.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, postgresAvailable, type TestDatabase } from '../support/databases.js';
-import { allSettled, errorLines, fencedLines, serveEnv, startFleet } from './support/fleet.js';
-import { stopAll, type Instance } from './support/instance.js';
-import { Router, type Receipt } from './support/router.js';
+import { describe, expect, it } from 'vitest';
+import { postgresAvailable } from '../support/databases.js';
+import { allSettled, errorLines, fencedLines, serveEnv, startFleet, useScenario } from './support/fleet.js';
+import { type Receipt } from './support/router.js';
 import { alarmStates, loadAlarms, owners, wakeAttempts } from './support/rows.js';
 import { sized, spread, startReport, waitUntil } from './support/scenario.js';
 
@@ -22,35 +21,24 @@ const SIZE = sized(
 );
 
 describe.skipIf(!postgresAvailable())('scenario: slow router', () => {
-  let t: TestDatabase;
-  let router: Router;
-  let fleet: Instance[] = [];
   const slowOwners = new Set<string>();
-  beforeAll(async () => {
-    t = await createTestDatabase('postgres');
-    router = await Router.start((request) => {
-      const owner = (JSON.parse(request.body) as { owner_did: string }).owner_did;
-      return slowOwners.has(owner) ? { status: 200, delayMs: SIZE.slowAnswerMs } : { status: 200 };
-    });
-  });
-  afterAll(async () => {
-    await stopAll(fleet);
-    await router?.close();
-    await t?.close();
+  const scenario = useScenario((request) => {
+    const owner = (JSON.parse(request.body) as { owner_did: string }).owner_did;
+    return slowOwners.has(owner) ? { status: 200, delayMs: SIZE.slowAnswerMs } : { status: 200 };
   });
 
   /** One phase: `slow` wakes of the slow owner due at once, other owners' wakes due over 2 timeouts. */
   async function phase(slow: number) {
     const [slowOwner] = owners(1, 'slow');
     slowOwners.add(slowOwner!);
-    const slowDue = await loadAlarms(t.db, {
+    const slowDue = await loadAlarms(scenario.t.db, {
       count: slow,
       firstDueInMs: 2_000,
       owners: [slowOwner!],
       label: 'slow',
       maxFailures: 2,
     });
-    const othersDue = await loadAlarms(t.db, {
+    const othersDue = await loadAlarms(scenario.t.db, {
       count: SIZE.others,
       firstDueInMs: 2_000,
       spreadMs: 2 * SIZE.timeoutMs,
@@ -58,11 +46,11 @@ describe.skipIf(!postgresAvailable())('scenario: slow router', () => {
       label: 'other',
     });
     const all = new Map([...slowDue, ...othersDue]);
-    await allSettled(t.db, all, 4 * SIZE.slowAnswerMs + 60_000);
+    await allSettled(scenario.t.db, all, 4 * SIZE.slowAnswerMs + 60_000);
 
-    const receipts = router.receipts();
+    const receipts = scenario.router.receipts();
     const slowReceipts = receipts.filter((r) => slowDue.has(r.alarmId));
-    const others = router.deliveredByAlarm();
+    const others = scenario.router.deliveredByAlarm();
     const firstCut = Math.min(...slowReceipts.map((r) => r.receivedAt)) + SIZE.timeoutMs;
     const otherLateness = [...othersDue].map(
       ([id, at]) => Math.min(...others.get(id)!.map((r) => r.receivedAt)) - at,
@@ -77,9 +65,9 @@ describe.skipIf(!postgresAvailable())('scenario: slow router', () => {
 
   it('a router answering after the timeout for one owner: every hung attempt cut in time, no lease outlived, other owners not held up below the concurrency limit', async () => {
     const report = startReport('slow-router', 'test/scenarios/slow-router.test.ts');
-    fleet = await startFleet(
+    const fleet = await startFleet(
       1,
-      serveEnv(t.url!, router, {
+      serveEnv(scenario.t.url!, scenario.router, {
         CHRONOS_DELIVERY_TIMEOUT: `${SIZE.timeoutMs}ms`,
         CHRONOS_LEASE: `${SIZE.leaseMs}ms`,
         CHRONOS_CONCURRENCY: String(SIZE.concurrency),
@@ -91,10 +79,10 @@ describe.skipIf(!postgresAvailable())('scenario: slow router', () => {
     const below = await phase(SIZE.concurrency / 2);
     const above = await phase(SIZE.concurrency * 2);
 
-    const attempts = await wakeAttempts(t.db);
+    const attempts = await wakeAttempts(scenario.t.db);
     const slowIds = new Set([...below.slowDue.keys(), ...above.slowDue.keys()]);
     const slowAttempts = attempts.filter((a) => slowIds.has(a.alarm_id));
-    const states = await alarmStates(t.db, [...slowIds]);
+    const states = await alarmStates(scenario.t.db, [...slowIds]);
     // Per wake, the sink's open intervals: a request is open from arrival until cut.
     const overlaps = overlapping([...below.slowReceipts, ...above.slowReceipts], SIZE.timeoutMs);
     const inFlight = await instance!.metric('chronos_deliveries_in_flight');
@@ -145,7 +133,7 @@ describe.skipIf(!postgresAvailable())('scenario: slow router', () => {
     expect(fencedLines(fleet)).toBe(0);
     // No worker stuck: every other wake delivered, nothing left in flight.
     for (const p of [below, above]) {
-      expect(router.deliveredCount(p.othersDue.keys())).toBe(p.othersDue.size);
+      expect(scenario.router.deliveredCount(p.othersDue.keys())).toBe(p.othersDue.size);
     }
     await waitUntil(async () => (await instance!.metric('chronos_deliveries_in_flight')) === 0, {
       timeoutMs: 10_000,

@@ -3,13 +3,41 @@
  * follow them: every alarm delivered, every alarm settled in the table.
  */
 import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll } from 'vitest';
 import type { Db } from '../../../src/store/db.js';
-import { Instance } from './instance.js';
-import type { Router } from './router.js';
+import { createTestDatabase, type TestDatabase } from '../../support/databases.js';
+import type { Responder } from '../../support/sink.js';
+import { Instance, stopAll } from './instance.js';
+import { Router } from './router.js';
 import { alarmStates } from './rows.js';
 import { waitUntil } from './scenario.js';
 
 export const WEBHOOK_SECRET = `whsec_${randomBytes(24).toString('base64')}`;
+
+export interface ScenarioParts {
+  t: TestDatabase;
+  router: Router;
+}
+
+/**
+ * The hooks every delivery scenario shares: before the file's tests, a fresh database on the
+ * test PostgreSQL and a router stand-in answering as `respond` says (200 at once by default);
+ * after them, every instance the file started stopped, the router closed, the database dropped.
+ * The parts are filled in by the time a test (or a later `beforeAll`) runs.
+ */
+export function useScenario(respond?: Responder): ScenarioParts {
+  const parts = {} as ScenarioParts;
+  beforeAll(async () => {
+    parts.t = await createTestDatabase('postgres');
+    parts.router = await Router.start(respond);
+  });
+  afterAll(async () => {
+    await stopAll(Instance.created());
+    await parts.router?.close();
+    await parts.t?.close();
+  });
+  return parts;
+}
 
 /** The environment of a `chronos serve` on `databaseUrl` delivering to `router`. */
 export function serveEnv(

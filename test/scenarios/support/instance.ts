@@ -9,6 +9,8 @@
 import { childEnv, freePort, BIN, Spawned } from '../../cli/support.js';
 
 const running = new Set<Spawned>();
+/** Every instance this test process created, so a file's teardown can stop them all. */
+const created = new Set<Instance>();
 process.once('exit', () => {
   for (const child of running) child.signal('SIGKILL');
 });
@@ -38,7 +40,14 @@ export class Instance {
   ) {}
 
   static async create(name: string, env: Record<string, string>): Promise<Instance> {
-    return new Instance(name, await freePort(), env);
+    const instance = new Instance(name, await freePort(), env);
+    created.add(instance);
+    return instance;
+  }
+
+  /** Every instance created in this test process so far. */
+  static created(): Instance[] {
+    return [...created];
   }
 
   get url(): string {
