@@ -108,18 +108,19 @@ export interface InsertQuotas {
 }
 
 // One statement checks the owner's quotas and inserts, so a create is one round trip. The counts
-// stop at the limit (LIMIT inside), so a check reads at most that many index entries. Nothing is
+// stop at the limit (LIMIT inside), so a check reads at most that many index entries; the rate
+// count and the time until it frees a slot come from one read of the owner's last minute. Nothing is
 // inserted when a quota is full, or when the owner already has this idempotency key.
 const insert = sql(
   'alarms_insert',
-  `WITH quota AS (
-     SELECT
-       (SELECT count(*) FROM (SELECT 1 FROM alarms WHERE owner_did = $1 AND created_at > now() - interval '1 minute'
-                              LIMIT $17) r)::int AS recent,
-       (SELECT extract(epoch FROM (min(created_at) + interval '1 minute' - now()))
-          FROM (SELECT created_at FROM alarms WHERE owner_did = $1 AND created_at > now() - interval '1 minute'
-                ORDER BY created_at DESC LIMIT $17) r)::float8 AS rate_reset_s,
+  `WITH recent AS (
+     SELECT count(*)::int AS n, extract(epoch FROM (min(created_at) + interval '1 minute' - now()))::float8 AS reset_s
+     FROM (SELECT created_at FROM alarms WHERE owner_did = $1 AND created_at > now() - interval '1 minute'
+           ORDER BY created_at DESC LIMIT $17) r
+   ), quota AS (
+     SELECT recent.n AS recent, recent.reset_s AS rate_reset_s,
        (SELECT count(*) FROM (SELECT 1 FROM alarms WHERE owner_did = $1 AND status = 'active' LIMIT $18) a)::int AS active
+     FROM recent
    ), ins AS (
      INSERT INTO alarms (owner_did, user_id, label, kind, fire_at, cron_expr, timezone, next_fire_at,
        scheduled_for, conversation_id, wake_message, payload, idempotency_key, max_failures, require_ack, source)
