@@ -16,14 +16,21 @@
  * Targets (issue 3): ≥ 1,500 creates/s with p99 ≤ 30 ms; ≥ 5,000 GET-by-id/s.
  */
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
 import { KeyService } from '../src/keys.js';
 import { sql } from '../src/store/db.js';
-import { createPostgres, log, numberArg, summarize, writeResult, type Load } from './support.js';
+import {
+  createPostgres,
+  log,
+  numberArg,
+  processCpuMs,
+  summarize,
+  writeResult,
+  type Load,
+} from './support.js';
 import { quietEnough } from './webhook-support.js';
 
 const BIN = fileURLToPath(new URL('../bin/chronos.js', import.meta.url));
@@ -50,14 +57,9 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-/** CPU seconds (user + system) a process has used so far, from /proc (Linux). */
+/** CPU seconds (user + system) a process has used so far; 0 once it is gone. */
 function cpuSeconds(pid: number | 'self'): number {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (100/s)
-  } catch {
-    return 0; // gone
-  }
+  return (processCpuMs(pid) ?? 0) / 1000;
 }
 
 interface CpuUse {

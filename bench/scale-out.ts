@@ -14,7 +14,6 @@
  * Results: bench/results/scale-out.json. On a 2-core machine, 3 instances (plus PostgreSQL and
  * the sink) measure contention for the CPUs, not scale.
  */
-import { readFileSync } from 'node:fs';
 import { Instance, stopAll } from '../test/scenarios/support/instance.js';
 import { sql } from '../src/store/db.js';
 import {
@@ -22,6 +21,7 @@ import {
   loadWaitingAlarms,
   log,
   numberArg,
+  processCpuMs,
   sleep,
   summarize,
   writeResult,
@@ -60,17 +60,6 @@ interface Run {
   cpuPressureAtStart: number | null;
 }
 
-/** CPU ms used so far by a process (Linux /proc). */
-function processCpuMs(pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) * 10;
-  } catch {
-    return 0;
-  }
-}
-
 async function main(): Promise<void> {
   const bench = await createPostgres('scale_out', 4);
   const sink = await startSinkProcess({ samples: true });
@@ -101,7 +90,7 @@ async function main(): Promise<void> {
         await loadWaitingAlarms(bench.db, COUNT, { fromSeconds: LEAD_S, stepMs: 0, keyPrefix: `run${run}-` });
         const [{ ms: due }] = (await bench.db.query<{ ms: number }>(dueAt)) as [{ ms: number }];
         await sleep(due - Date.now() - 200);
-        const cpuBefore = fleet.map((i) => processCpuMs(i.pid!));
+        const cpuBefore = fleet.map((i) => processCpuMs(i.pid!) ?? 0);
         const pgCpu = postgresCpu(database);
         const busy = machineCpu();
         for (;;) {
@@ -111,7 +100,9 @@ async function main(): Promise<void> {
           await sleep(50);
         }
         const cpu = {
-          instances: Math.round(fleet.reduce((sum, i, k) => sum + processCpuMs(i.pid!) - cpuBefore[k]!, 0)),
+          instances: Math.round(
+            fleet.reduce((sum, i, k) => sum + (processCpuMs(i.pid!) ?? 0) - cpuBefore[k]!, 0),
+          ),
           postgres: Math.round(pgCpu()),
           machineBusy: Math.round(busy() * 100) / 100,
         };

@@ -243,6 +243,20 @@ export async function waitForQuiet(argv = process.argv.slice(2)): Promise<Load> 
 const LOAD_AT_START = machineLoad();
 
 /**
+ * CPU milliseconds (user + system) a process has used so far, from /proc (Linux: `utime` and
+ * `stime` in clock ticks of 1/100 s); null when the process is gone or /proc is not there.
+ */
+export function processCpuMs(pid: number | 'self'): number | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return null;
+  }
+}
+
+/**
  * CPU milliseconds used so far by each PostgreSQL backend connected to `url`'s database, read
  * from /proc — so only when the server runs on this machine (else null).
  */
@@ -251,16 +265,11 @@ export async function backendCpu(url: string): Promise<Map<number, number> | nul
   const pids = await admin((c) =>
     c.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = $1', [database]),
   );
-  const ticksPerSecond = 100;
   const cpu = new Map<number, number>();
   for (const { pid } of pids.rows) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      cpu.set(pid, ((Number(fields[11]) + Number(fields[12])) * 1000) / ticksPerSecond);
-    } catch {
-      return null;
-    }
+    const ms = processCpuMs(pid);
+    if (ms === null) return null;
+    cpu.set(pid, ms);
   }
   return cpu;
 }

@@ -7,7 +7,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import type { Db, Executor, Row, Statement } from '../src/store/db.js';
-import { machineLoad, type Load } from './support.js';
+import { machineLoad, processCpuMs, type Load } from './support.js';
 
 export interface SinkReport {
   received: number;
@@ -134,7 +134,6 @@ export function processCpu(): () => number {
  * function was made. Backends that start or end in between are counted from when seen.
  */
 export function postgresCpu(database: string): () => number {
-  const tick = 1000 / 100; // USER_HZ is 100 on Linux
   const read = (): Map<number, number> => {
     const usage = new Map<number, number>();
     for (const entry of readdirSync('/proc')) {
@@ -142,9 +141,8 @@ export function postgresCpu(database: string): () => number {
       try {
         const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8');
         if (!cmdline.startsWith('postgres:') || !cmdline.includes(` ${database} `)) continue;
-        const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-        const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-        usage.set(Number(entry), (Number(fields[11]) + Number(fields[12])) * tick);
+        const ms = processCpuMs(Number(entry));
+        if (ms !== null) usage.set(Number(entry), ms);
       } catch {
         // the process ended while being read
       }
