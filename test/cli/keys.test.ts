@@ -5,8 +5,9 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, postgresAvailable, type TestDatabase } from '../support/databases.js';
+import { createTestDatabase, type TestDatabase } from '../support/databases.js';
 import { childEnv, freePort, runChronos, Spawned, tempDataDir, BIN } from './support.js';
+import { describePostgresOnly } from '../support/backends.js';
 
 const DID = 'did:matrix:6f1c2a9e-8b1d-4f7a-9a51-0c3e5d7b2f10:laptop';
 const KEY_LINE = /^chronos_[A-Za-z0-9_-]{43}$/;
@@ -82,28 +83,32 @@ describe('CLI: keys on the embedded store', () => {
   }, 60_000);
 });
 
-describe.skipIf(!postgresAvailable())('CLI: keys and migrate on PostgreSQL (DATABASE_URL)', () => {
-  let t: TestDatabase;
-  beforeAll(async () => {
-    t = await createTestDatabase('postgres');
-  });
-  afterAll(async () => {
-    await t.close();
-  });
+describePostgresOnly(
+  'the DATABASE_URL path of the CLI',
+  'CLI: keys and migrate on PostgreSQL (DATABASE_URL)',
+  () => {
+    let t: TestDatabase;
+    beforeAll(async () => {
+      t = await createTestDatabase('postgres');
+    });
+    afterAll(async () => {
+      await t.close();
+    });
 
-  it('migrate is a no-op on a migrated database; keys create, list, revoke work', async () => {
-    const env = { DATABASE_URL: t.url! };
-    const migrated = await runChronos(['migrate'], env);
-    expect(migrated.code, migrated.stderr).toBe(0);
-    expect(migrated.stdout).toMatch(/Schema of PostgreSQL \(DATABASE_URL\) is up to date/);
-    const created = await runChronos(['keys', 'create', '--owner', DID], env);
-    expect(created.code, created.stderr).toBe(0);
-    expect(lastLine(created.stdout)).toMatch(KEY_LINE);
-    const list = JSON.parse((await runChronos(['keys', 'list', '--owner', DID, '--json'], env)).stdout);
-    expect(list).toHaveLength(1);
-    expect((await runChronos(['keys', 'revoke', list[0].id], env)).code).toBe(0);
-  }, 60_000);
-});
+    it('migrate is a no-op on a migrated database; keys create, list, revoke work', async () => {
+      const env = { DATABASE_URL: t.url! };
+      const migrated = await runChronos(['migrate'], env);
+      expect(migrated.code, migrated.stderr).toBe(0);
+      expect(migrated.stdout).toMatch(/Schema of PostgreSQL \(DATABASE_URL\) is up to date/);
+      const created = await runChronos(['keys', 'create', '--owner', DID], env);
+      expect(created.code, created.stderr).toBe(0);
+      expect(lastLine(created.stdout)).toMatch(KEY_LINE);
+      const list = JSON.parse((await runChronos(['keys', 'list', '--owner', DID, '--json'], env)).stdout);
+      expect(list).toHaveLength(1);
+      expect((await runChronos(['keys', 'revoke', list[0].id], env)).code).toBe(0);
+    }, 60_000);
+  },
+);
 
 describe('CLI: keys while a server runs on the embedded store', () => {
   let data: Awaited<ReturnType<typeof tempDataDir>>;

@@ -12,7 +12,7 @@ import { silentLogger } from '../../src/logger.js';
 import { startServer, type RunningServer } from '../../src/cli/commands/serve.js';
 import { lockPath, openEmbedded } from '../../src/store/embedded.js';
 import { sql } from '../../src/store/db.js';
-import { createTestDatabase, postgresAvailable, type TestDatabase } from '../support/databases.js';
+import { createTestDatabase, type TestDatabase } from '../support/databases.js';
 import { dueNow } from '../support/harness.js';
 import {
   BIN,
@@ -31,151 +31,163 @@ import {
   type McpTestServer,
   type StdioSession,
 } from './support.js';
+import { describePostgresOnly } from '../support/backends.js';
 
 const SLOW = 120_000;
 
 const sources = sql('test_mcp_sources', 'SELECT source, label FROM alarms ORDER BY created_at');
 
-describe.skipIf(!postgresAvailable())('chronos mcp over stdio on PostgreSQL', () => {
-  let t: TestDatabase;
-  let server: McpTestServer;
-  const sessions: StdioSession[] = [];
-  beforeAll(async () => {
-    t = await createTestDatabase('postgres');
-    server = await openMcpServer(t.db);
-  });
-  afterAll(async () => {
-    await server?.close();
-    await t?.close();
-  });
-  afterEach(async () => {
-    await Promise.all(sessions.splice(0).map((s) => s.close()));
-    await t.reset();
-    await server.service.keys.create(OWNER.did, 'again').then(({ key }) => (server.ownerKey = key));
-  });
+describePostgresOnly(
+  'chronos mcp and the test share one database',
+  'chronos mcp over stdio on PostgreSQL',
+  () => {
+    let t: TestDatabase;
+    let server: McpTestServer;
+    const sessions: StdioSession[] = [];
+    beforeAll(async () => {
+      t = await createTestDatabase('postgres');
+      server = await openMcpServer(t.db);
+    });
+    afterAll(async () => {
+      await server?.close();
+      await t?.close();
+    });
+    afterEach(async () => {
+      await Promise.all(sessions.splice(0).map((s) => s.close()));
+      await t.reset();
+      await server.service.keys.create(OWNER.did, 'again').then(({ key }) => (server.ownerKey = key));
+    });
 
-  async function spawnMcp(env: Record<string, string>): Promise<StdioSession> {
-    const session = await stdioClient({ DATABASE_URL: t.url!, ...env });
-    sessions.push(session);
-    return session;
-  }
+    async function spawnMcp(env: Record<string, string>): Promise<StdioSession> {
+      const session = await stdioClient({ DATABASE_URL: t.url!, ...env });
+      sessions.push(session);
+      return session;
+    }
 
-  it(
-    'serves every tool for the owner of CHRONOS_API_KEY',
-    async () => {
-      const { client } = await spawnMcp({ CHRONOS_API_KEY: server.ownerKey });
-      const { tools } = await client.listTools();
-      expect(tools.map((tool) => tool.name).sort()).toEqual(
-        ['ack_wake', 'cancel_alarm', 'get_alarm', 'list_alarms', 'reschedule_alarm', 'schedule_alarm'].sort(),
-      );
+    it(
+      'serves every tool for the owner of CHRONOS_API_KEY',
+      async () => {
+        const { client } = await spawnMcp({ CHRONOS_API_KEY: server.ownerKey });
+        const { tools } = await client.listTools();
+        expect(tools.map((tool) => tool.name).sort()).toEqual(
+          [
+            'ack_wake',
+            'cancel_alarm',
+            'get_alarm',
+            'list_alarms',
+            'reschedule_alarm',
+            'schedule_alarm',
+          ].sort(),
+        );
 
-      const daily = await ok(client, 'schedule_alarm', {
-        cron: '0 9 1 1,7 *',
-        timezone: 'Europe/Paris',
-        label: 'twice a year',
-      });
-      expect(daily.next_fires.map((f: { local: string }) => f.local.slice(-6)).sort()).toEqual(
-        expect.arrayContaining(['+01:00', '+02:00']),
-      );
-      const once = await ok(client, 'schedule_alarm', { in_seconds: 60, label: 'once' });
-      expect((await ok(client, 'list_alarms', {})).alarms.map((a: { label: string }) => a.label)).toEqual([
-        'once',
-        'twice a year',
-      ]);
-      expect((await ok(client, 'get_alarm', { id: daily.alarm.id })).alarm).toEqual(daily.alarm);
-      const moved = await ok(client, 'reschedule_alarm', { id: daily.alarm.id, cron: '30 8 * * *' });
-      expect(moved.next_fires[0].local).toMatch(/T08:30:00\.000\+0[12]:00$/);
-      expect((await ok(client, 'cancel_alarm', { id: daily.alarm.id })).alarm.status).toBe('cancelled');
+        const daily = await ok(client, 'schedule_alarm', {
+          cron: '0 9 1 1,7 *',
+          timezone: 'Europe/Paris',
+          label: 'twice a year',
+        });
+        expect(daily.next_fires.map((f: { local: string }) => f.local.slice(-6)).sort()).toEqual(
+          expect.arrayContaining(['+01:00', '+02:00']),
+        );
+        const once = await ok(client, 'schedule_alarm', { in_seconds: 60, label: 'once' });
+        expect((await ok(client, 'list_alarms', {})).alarms.map((a: { label: string }) => a.label)).toEqual([
+          'once',
+          'twice a year',
+        ]);
+        expect((await ok(client, 'get_alarm', { id: daily.alarm.id })).alarm).toEqual(daily.alarm);
+        const moved = await ok(client, 'reschedule_alarm', { id: daily.alarm.id, cron: '30 8 * * *' });
+        expect(moved.next_fires[0].local).toMatch(/T08:30:00\.000\+0[12]:00$/);
+        expect((await ok(client, 'cancel_alarm', { id: daily.alarm.id })).alarm.status).toBe('cancelled');
 
-      const wakeId = await fire(server, t.db, once.alarm.id);
-      const acked = await ok(client, 'ack_wake', { wake_id: wakeId, note: 'done over stdio' });
-      expect(acked.wake).toMatchObject({ id: wakeId, status: 'acknowledged', ack_note: 'done over stdio' });
+        const wakeId = await fire(server, t.db, once.alarm.id);
+        const acked = await ok(client, 'ack_wake', { wake_id: wakeId, note: 'done over stdio' });
+        expect(acked.wake).toMatchObject({ id: wakeId, status: 'acknowledged', ack_note: 'done over stdio' });
 
-      expect(await refused(client, 'schedule_alarm', { at: '2020-01-01T09:00:00+01:00' })).toMatch(
-        /check the time zone offset/,
-      );
-      expect(await refused(client, 'ack_wake', { wake_id: wakeId, note: '' })).toMatch(/non-empty note/);
-      const rows = await t.db.query<{ source: string }>(sources);
-      expect(rows.map((r) => r.source)).toEqual(['mcp', 'mcp']);
-    },
-    SLOW,
-  );
+        expect(await refused(client, 'schedule_alarm', { at: '2020-01-01T09:00:00+01:00' })).toMatch(
+          /check the time zone offset/,
+        );
+        expect(await refused(client, 'ack_wake', { wake_id: wakeId, note: '' })).toMatch(/non-empty note/);
+        const rows = await t.db.query<{ source: string }>(sources);
+        expect(rows.map((r) => r.source)).toEqual(['mcp', 'mcp']);
+      },
+      SLOW,
+    );
 
-  it(
-    'acts for CHRONOS_OWNER_DID, and another owner’s alarms answer like missing ones',
-    async () => {
-      const theirs = await server.service.alarms.create(OTHER, { in_seconds: 60 }, { source: 'api' });
-      const { client } = await spawnMcp({ CHRONOS_OWNER_DID: OWNER.did });
-      await ok(client, 'schedule_alarm', { in_seconds: 60, label: 'mine' });
-      expect((await ok(client, 'list_alarms', {})).alarms.map((a: { label: string }) => a.label)).toEqual([
-        'mine',
-      ]);
-      expect(await refused(client, 'get_alarm', { id: theirs.alarm.id })).toMatch(
-        /^no alarm with that id for you; call list_alarms/,
-      );
-      expect(await refused(client, 'cancel_alarm', { id: theirs.alarm.id })).toMatch(
-        /^no alarm with that id/,
-      );
-      expect((await server.service.alarms.get(OTHER, theirs.alarm.id)).status).toBe('active');
-    },
-    SLOW,
-  );
+    it(
+      'acts for CHRONOS_OWNER_DID, and another owner’s alarms answer like missing ones',
+      async () => {
+        const theirs = await server.service.alarms.create(OTHER, { in_seconds: 60 }, { source: 'api' });
+        const { client } = await spawnMcp({ CHRONOS_OWNER_DID: OWNER.did });
+        await ok(client, 'schedule_alarm', { in_seconds: 60, label: 'mine' });
+        expect((await ok(client, 'list_alarms', {})).alarms.map((a: { label: string }) => a.label)).toEqual([
+          'mine',
+        ]);
+        expect(await refused(client, 'get_alarm', { id: theirs.alarm.id })).toMatch(
+          /^no alarm with that id for you; call list_alarms/,
+        );
+        expect(await refused(client, 'cancel_alarm', { id: theirs.alarm.id })).toMatch(
+          /^no alarm with that id/,
+        );
+        expect((await server.service.alarms.get(OTHER, theirs.alarm.id)).status).toBe('active');
+      },
+      SLOW,
+    );
 
-  it(
-    'passes payload numbers through digit for digit',
-    async () => {
-      const run = await runChronos(
-        ['mcp'],
-        { DATABASE_URL: t.url!, CHRONOS_OWNER_DID: OWNER.did },
-        rawSession([
-          '{"name":"schedule_alarm","arguments":{"in_seconds":60,"payload":{"id":12345678901234567890,"x":0.1000000000000000055511151231257827}}}',
-        ]),
-      );
-      expect(run.code, run.stderr).toBe(0);
-      const answer = run.stdout.split('\n').find((line) => line.includes('"id":2'))!;
-      const text = (JSON.parse(answer) as { result: { content: { text: string }[] } }).result.content[0]!
-        .text;
-      expect(text).toContain('"id": 12345678901234567890');
-      expect(text).toContain('"x": 0.1000000000000000055511151231257827');
-    },
-    SLOW,
-  );
+    it(
+      'passes payload numbers through digit for digit',
+      async () => {
+        const run = await runChronos(
+          ['mcp'],
+          { DATABASE_URL: t.url!, CHRONOS_OWNER_DID: OWNER.did },
+          rawSession([
+            '{"name":"schedule_alarm","arguments":{"in_seconds":60,"payload":{"id":12345678901234567890,"x":0.1000000000000000055511151231257827}}}',
+          ]),
+        );
+        expect(run.code, run.stderr).toBe(0);
+        const answer = run.stdout.split('\n').find((line) => line.includes('"id":2'))!;
+        const text = (JSON.parse(answer) as { result: { content: { text: string }[] } }).result.content[0]!
+          .text;
+        expect(text).toContain('"id": 12345678901234567890');
+        expect(text).toContain('"x": 0.1000000000000000055511151231257827');
+      },
+      SLOW,
+    );
 
-  it(
-    'exits 1 with what to set when no owner is given, or the key is unknown, or the owners disagree',
-    async () => {
-      const none = await runChronos(['mcp'], { DATABASE_URL: t.url! });
-      expect(none.code).toBe(1);
-      expect(none.stderr).toMatch(
-        /CHRONOS_API_KEY or CHRONOS_OWNER_DID: expected the owner this MCP server acts for/,
-      );
-      expect(none.stdout).toBe('');
+    it(
+      'exits 1 with what to set when no owner is given, or the key is unknown, or the owners disagree',
+      async () => {
+        const none = await runChronos(['mcp'], { DATABASE_URL: t.url! });
+        expect(none.code).toBe(1);
+        expect(none.stderr).toMatch(
+          /CHRONOS_API_KEY or CHRONOS_OWNER_DID: expected the owner this MCP server acts for/,
+        );
+        expect(none.stdout).toBe('');
 
-      const badKey = await runChronos(['mcp'], {
-        DATABASE_URL: t.url!,
-        CHRONOS_API_KEY: 'chronos_notakeynotakeynotakeynotakeynotakeynotakeyn',
-      });
-      expect(badKey.code).toBe(1);
-      expect(badKey.stderr).toMatch(/CHRONOS_API_KEY: the API key is unknown or revoked; create one with/);
+        const badKey = await runChronos(['mcp'], {
+          DATABASE_URL: t.url!,
+          CHRONOS_API_KEY: 'chronos_notakeynotakeynotakeynotakeynotakeynotakeyn',
+        });
+        expect(badKey.code).toBe(1);
+        expect(badKey.stderr).toMatch(/CHRONOS_API_KEY: the API key is unknown or revoked; create one with/);
 
-      const badDid = await runChronos(['mcp'], { DATABASE_URL: t.url!, CHRONOS_OWNER_DID: 'alice' });
-      expect(badDid.code).toBe(1);
-      expect(badDid.stderr).toMatch(/CHRONOS_OWNER_DID: expected a DID like/);
+        const badDid = await runChronos(['mcp'], { DATABASE_URL: t.url!, CHRONOS_OWNER_DID: 'alice' });
+        expect(badDid.code).toBe(1);
+        expect(badDid.stderr).toMatch(/CHRONOS_OWNER_DID: expected a DID like/);
 
-      const mismatch = await runChronos(['mcp'], {
-        DATABASE_URL: t.url!,
-        CHRONOS_API_KEY: server.ownerKey,
-        CHRONOS_OWNER_DID: OTHER.did,
-      });
-      expect(mismatch.code).toBe(1);
-      expect(mismatch.stderr).toMatch(/CHRONOS_OWNER_DID names another owner/);
+        const mismatch = await runChronos(['mcp'], {
+          DATABASE_URL: t.url!,
+          CHRONOS_API_KEY: server.ownerKey,
+          CHRONOS_OWNER_DID: OTHER.did,
+        });
+        expect(mismatch.code).toBe(1);
+        expect(mismatch.stderr).toMatch(/CHRONOS_OWNER_DID names another owner/);
 
-      const usage = await runChronos(['mcp', '--port', '1'], { DATABASE_URL: t.url! });
-      expect(usage.code).toBe(2);
-    },
-    SLOW,
-  );
-});
+        const usage = await runChronos(['mcp', '--port', '1'], { DATABASE_URL: t.url! });
+        expect(usage.code).toBe(2);
+      },
+      SLOW,
+    );
+  },
+);
 
 describe('chronos mcp over stdio on the embedded store', () => {
   it(

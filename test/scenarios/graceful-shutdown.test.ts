@@ -8,12 +8,12 @@
  * the grace period ends are cut and their leases given back, and B fires those at once — long
  * before their lease (30 s) would have lapsed. A exits 0.
  */
-import { describe, expect, it } from 'vitest';
-import { postgresAvailable } from '../support/databases.js';
+import { expect, it } from 'vitest';
 import { allDelivered, allSettled, errorLines, fencedLines, serveEnv, useScenario } from './support/fleet.js';
 import { Instance } from './support/instance.js';
 import { alarmsByStatus, loadAlarms, owners } from './support/rows.js';
 import { sized, spread, startReport, waitUntil } from './support/scenario.js';
+import { describePostgresOnly } from '../support/backends.js';
 
 const SIZE = sized(
   { burst: 1_500, burstOverMs: 6_000, stuck: 20, graceMs: 2_000, timeoutMs: 10_000 },
@@ -21,7 +21,7 @@ const SIZE = sized(
 );
 const LEASE_MS = 30_000;
 
-describe.skipIf(!postgresAvailable())('scenario: graceful shutdown', () => {
+describePostgresOnly('two chronos serve processes on one database', 'scenario: graceful shutdown', () => {
   const fleet: Instance[] = [];
   const stuck = new Set<string>();
   // The first delivery of a stuck alarm is never answered; everything else after 100–300 ms.

@@ -10,18 +10,18 @@
  * those created with `max_failures: 1`) is `failed` with its `last_error`; every other alarm is
  * delivered after the router returns. Nothing is lost (I2).
  */
-import { describe, expect, it } from 'vitest';
-import { postgresAvailable } from '../support/databases.js';
+import { expect, it } from 'vitest';
 import { allDelivered, allSettled, errorLines, serveEnv, startFleet, useScenario } from './support/fleet.js';
 import { alarmsByStatus, alarmStates, loadAlarms, owners } from './support/rows.js';
 import { sized, sleep, spread, startReport } from './support/scenario.js';
+import { describePostgresOnly } from '../support/backends.js';
 
 const SIZE = sized(
   { alarms: 400, fragile: 80, burst: 10, spreadMs: 8_000, outageFromMs: 1_500, outageMs: 4_000 },
   { alarms: 3_000, fragile: 300, burst: 20, spreadMs: 90_000, outageFromMs: 10_000, outageMs: 60_000 },
 );
 
-describe.skipIf(!postgresAvailable())('scenario: router outage', () => {
+describePostgresOnly('two chronos serve processes on one database', 'scenario: router outage', () => {
   const scenario = useScenario();
 
   it(`the router refuses connections for ${SIZE.outageMs / 1000} s: nothing lost; held alarms delivered late, the rest failed with last_error`, async () => {
@@ -45,7 +45,7 @@ describe.skipIf(!postgresAvailable())('scenario: router outage', () => {
       maxFailures: 1,
     });
     // And a burst of them due together just as the router goes: claimed in one batch and all sent
-    // before an instance has seen the three failures that make it hold, so they fail.
+    // before an instance has seen the three failures that make it hold, so they (usually) fail.
     const burst = await loadAlarms(scenario.t.db, {
       count: SIZE.burst,
       firstDueInMs: 2_000 + SIZE.outageFromMs + 30,
@@ -106,7 +106,10 @@ describe.skipIf(!postgresAvailable())('scenario: router outage', () => {
     expect(tally.early).toBe(0);
     expect(tally.earlyByDatabase).toBe(0);
     expect(tally.delivered + tally.failed).toBe(SIZE.alarms + SIZE.burst);
-    expect(tally.failed).toBeGreaterThan(0);
+    // Only alarms allowed a single attempt can fail: the hold keeps everyone else's budget. (The
+    // burst usually fails — docs/reliability.md shows it — but an instance that saw three failures
+    // just before it was due holds it instead, which is as right.)
+    for (const id of failedIds) expect(fragile.has(id) || burst.has(id), id).toBe(true);
     // Every failure is visible, says why, and reached its alarm's ceiling.
     for (const id of failedIds) {
       const state = states.get(id)!;

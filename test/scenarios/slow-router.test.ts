@@ -8,19 +8,19 @@
  * fewer slow wakes than `CHRONOS_CONCURRENCY`, other owners' wakes are delivered while the slow
  * ones hang; with more, the rest wait for a slot — that is the limit, and its cost is measured.
  */
-import { describe, expect, it } from 'vitest';
-import { postgresAvailable } from '../support/databases.js';
+import { expect, it } from 'vitest';
 import { allSettled, errorLines, fencedLines, serveEnv, startFleet, useScenario } from './support/fleet.js';
 import { type Receipt } from './support/router.js';
 import { alarmStates, loadAlarms, owners, wakeAttempts } from './support/rows.js';
 import { sized, spread, startReport, waitUntil } from './support/scenario.js';
+import { describePostgresOnly } from '../support/backends.js';
 
 const SIZE = sized(
   { timeoutMs: 1_500, leaseMs: 4_000, slowAnswerMs: 4_000, concurrency: 20, others: 80 },
   { timeoutMs: 10_000, leaseMs: 30_000, slowAnswerMs: 15_000, concurrency: 20, others: 400 },
 );
 
-describe.skipIf(!postgresAvailable())('scenario: slow router', () => {
+describePostgresOnly('whole chronos serve processes on a shared database', 'scenario: slow router', () => {
   const slowOwners = new Set<string>();
   const scenario = useScenario((request) => {
     const owner = (JSON.parse(request.body) as { owner_did: string }).owner_did;

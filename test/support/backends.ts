@@ -1,7 +1,8 @@
 /**
  * Runs a suite once per storage backend, each on its own database copied from the template.
  *
- * `postgresOnly(reason)` is the one way a case opts out of PGlite, and it says why. When no
+ * `postgresOnly(reason)` (a case) and `describePostgresOnly(reason)` (a suite) are the one way to
+ * opt out of PGlite, and they say why. When no
  * PostgreSQL is reachable outside CI, the PostgreSQL leg is skipped loudly (global setup warns);
  * in CI that is a failure before any test runs.
  */
@@ -57,4 +58,13 @@ export function postgresOnly(
   timeout?: number,
 ): void {
   it.skipIf(kind !== 'postgres')(`${name} (PostgreSQL only: ${reason})`, fn, timeout);
+}
+
+/**
+ * A suite that runs on PostgreSQL alone — several processes on one database, the `DATABASE_URL`
+ * path of a command, a server to restart — and says why. Like the PostgreSQL leg of
+ * `describeEachBackend`, it is skipped (loudly) only when no PostgreSQL is reachable outside CI.
+ */
+export function describePostgresOnly(reason: string, title: string, body: () => void): void {
+  describe.skipIf(!postgresAvailable())(`${title} (PostgreSQL only: ${reason})`, body);
 }
