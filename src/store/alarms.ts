@@ -107,10 +107,13 @@ export interface InsertQuotas {
   createRatePerMinute: number;
 }
 
-// One statement checks the owner's quotas and inserts, so a create is one round trip. The counts
-// stop at the limit (LIMIT inside), so a check reads at most that many index entries; the rate
-// count and the time until it frees a slot come from one read of the owner's last minute. Nothing is
-// inserted when a quota is full, or when the owner already has this idempotency key.
+// One statement checks the owner's quotas and inserts, so a create is one round trip. The rate
+// count stops at the limit and comes, with the time until it frees a slot, from one read of the
+// owner's last minute. The active count reads alarms_owner_status_idx and nothing else: its status
+// is a parameter ($19 = 'active'), which no partial index can serve, so a generic plan made while
+// the table was small cannot walk alarms_due_idx instead (migration 0006 says why that mattered),
+// and it has no LIMIT for the same reason — the quota keeps an owner's active alarms near it.
+// Nothing is inserted when a quota is full, or when the owner already has this idempotency key.
 const insert = sql(
   'alarms_insert',
   `WITH recent AS (
@@ -119,7 +122,8 @@ const insert = sql(
            ORDER BY created_at DESC LIMIT $17) r
    ), quota AS (
      SELECT recent.n AS recent, recent.reset_s AS rate_reset_s,
-       (SELECT count(*) FROM (SELECT 1 FROM alarms WHERE owner_did = $1 AND status = 'active' LIMIT $18) a)::int AS active
+       CASE WHEN $18 = 0 THEN 0
+            ELSE (SELECT count(*) FROM alarms WHERE owner_did = $1 AND status = $19)::int END AS active
      FROM recent
    ), ins AS (
      INSERT INTO alarms (owner_did, user_id, label, kind, fire_at, cron_expr, timezone, next_fire_at,
@@ -176,6 +180,7 @@ export async function alarmsInsert(
     notifyHorizonMs,
     quotas.createRatePerMinute,
     quotas.maxActiveAlarms,
+    'active',
   ]);
   if (row?.id) return { alarm: toAlarm(row), deduped: false };
   const { createRatePerMinute: rate, maxActiveAlarms: max } = quotas;
