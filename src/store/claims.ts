@@ -27,7 +27,10 @@ const ALARM_COLUMNS = `c.id::text AS id, c.owner_did, c.user_id, c.label, c.kind
  * - The wake row is written here, before anything is sent. A retry or a reclaim after a lapsed
  *   lease reuses the alarm's `wake_id`, so the webhook id is stable across attempts.
  * - A cron alarm that requires an ack and still has a delivered, unacknowledged and unescalated
- *   wake is not delivered again: the fire is counted on that wake (`coalesced_into`).
+ *   wake is not delivered again: the fire is counted on that wake (`coalesced_into`). Only such an
+ *   alarm, at a new occurrence (its wake row not yet written), reads `wakes` for this, in nested
+ *   CASEs evaluated row by row: as a join, the check could become a scan of every wake under a
+ *   generic plan made while the table was small, kept until an ANALYZE.
  */
 const claim = sql(
   'alarms_claim_due',
@@ -43,13 +46,15 @@ const claim = sql(
        FOR UPDATE SKIP LOCKED))
      RETURNING a.*
    ), fresh AS (
-     SELECT c.id, c.wake_id,
-       (SELECT w.id FROM wakes w
-        WHERE c.kind = 'cron' AND c.require_ack AND w.alarm_id = c.id AND w.status = 'delivered'
-          AND w.escalated_at IS NULL
-        ORDER BY w.fired_at DESC LIMIT 1) AS open_wake
+     SELECT c.id,
+       CASE WHEN c.kind = 'cron' AND c.require_ack THEN
+         CASE WHEN NOT EXISTS (SELECT 1 FROM wakes w WHERE w.id = c.wake_id) THEN
+           (SELECT w.id FROM wakes w
+            WHERE w.alarm_id = c.id AND w.status = 'delivered' AND w.escalated_at IS NULL
+            ORDER BY w.fired_at DESC LIMIT 1)
+         END
+       END AS open_wake
      FROM claimed c
-     WHERE NOT EXISTS (SELECT 1 FROM wakes w WHERE w.id = c.wake_id)
    ), coalesced AS (
      UPDATE wakes w SET fire_count = w.fire_count + 1, updated_at = now()
      FROM fresh f WHERE w.id = f.open_wake
