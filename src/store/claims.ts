@@ -58,6 +58,8 @@ const claim = sql(
    ), coalesced AS (
      UPDATE wakes w SET fire_count = w.fire_count + 1, updated_at = now()
      FROM fresh f WHERE w.id = f.open_wake
+       -- Evaluated once, before the join: a batch with nothing to coalesce never reads wakes.
+       AND EXISTS (SELECT 1 FROM fresh g WHERE g.open_wake IS NOT NULL)
      RETURNING f.id AS alarm_id, w.id::text AS wake_id, w.fire_count
    ), opened AS (
      INSERT INTO wakes AS w (id, alarm_id, owner_did, user_id, conversation_id, scheduled_for, fired_at,
