@@ -113,9 +113,25 @@ const envelope = (properties: Record<string, unknown>, required: string[]) => ({
 });
 
 export function openApiDocument(): Record<string, unknown> {
-  const alarmAnswer = (description: string) => ({
+  // `{alarm}` / `{wake}`: one item in its envelope.
+  const itemAnswer = (key: 'alarm' | 'wake', description: string) => ({
     description,
-    content: { 'application/json': { schema: envelope({ alarm: ref('Alarm') }, ['alarm']) } },
+    content: {
+      'application/json': { schema: envelope({ [key]: ref(key === 'alarm' ? 'Alarm' : 'Wake') }, [key]) },
+    },
+  });
+  const alarmAnswer = (description: string) => itemAnswer('alarm', description);
+  // `{alarms, next_cursor}` / `{wakes, next_cursor}`: a page of a list.
+  const pageAnswer = (key: 'alarms' | 'wakes', item: 'Alarm' | 'Wake') => ({
+    description: 'A page; `next_cursor` is null on the last one.',
+    content: {
+      'application/json': {
+        schema: envelope(
+          { [key]: { type: 'array', items: ref(item) }, next_cursor: { type: ['string', 'null'] } },
+          [key, 'next_cursor'],
+        ),
+      },
+    },
   });
   return {
     openapi: '3.1.0',
@@ -172,20 +188,7 @@ export function openApiDocument(): Record<string, unknown> {
           summary: 'List your alarms, newest first',
           parameters: listParams(STATUSES),
           responses: {
-            '200': {
-              description: 'A page; `next_cursor` is null on the last one.',
-              content: {
-                'application/json': {
-                  schema: envelope(
-                    {
-                      alarms: { type: 'array', items: ref('Alarm') },
-                      next_cursor: { type: ['string', 'null'] },
-                    },
-                    ['alarms', 'next_cursor'],
-                  ),
-                },
-              },
-            },
+            '200': pageAnswer('alarms', 'Alarm'),
             ...ERRORS,
           },
         },
@@ -227,20 +230,7 @@ export function openApiDocument(): Record<string, unknown> {
           summary: 'List your wakes (one per fire), newest first',
           parameters: listParams(WAKE_STATUSES),
           responses: {
-            '200': {
-              description: 'A page; `next_cursor` is null on the last one.',
-              content: {
-                'application/json': {
-                  schema: envelope(
-                    {
-                      wakes: { type: 'array', items: ref('Wake') },
-                      next_cursor: { type: ['string', 'null'] },
-                    },
-                    ['wakes', 'next_cursor'],
-                  ),
-                },
-              },
-            },
+            '200': pageAnswer('wakes', 'Wake'),
             ...ERRORS,
           },
         },
@@ -250,10 +240,7 @@ export function openApiDocument(): Record<string, unknown> {
         get: {
           summary: 'One wake',
           responses: {
-            '200': {
-              description: 'The wake.',
-              content: { 'application/json': { schema: envelope({ wake: ref('Wake') }, ['wake']) } },
-            },
+            '200': itemAnswer('wake', 'The wake.'),
             ...ERRORS,
             '404': problemResponse('No such wake.'),
           },
@@ -265,10 +252,7 @@ export function openApiDocument(): Record<string, unknown> {
           summary: 'Acknowledge a wake with a note',
           requestBody: { required: true, content: content('AckWake') },
           responses: {
-            '200': {
-              description: 'The acknowledged wake (the same answer when acknowledged already).',
-              content: { 'application/json': { schema: envelope({ wake: ref('Wake') }, ['wake']) } },
-            },
+            '200': itemAnswer('wake', 'The acknowledged wake (the same answer when acknowledged already).'),
             ...ERRORS,
             '404': problemResponse('No such wake.'),
             '409': problemResponse('The wake’s delivery failed; there is nothing to acknowledge.'),

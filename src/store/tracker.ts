@@ -70,11 +70,15 @@ export interface NudgeClaim extends StageClaim {
   latenessMs: number | null;
 }
 
-export interface EscalationClaim extends StageClaim {
+/** A stage claim that names its alarm and owner (the messages to the fallback URL do). */
+export interface OwnedStageClaim extends StageClaim {
   alarmId: string;
   userId: string;
   ownerDid: string;
   label: string;
+}
+
+export interface EscalationClaim extends OwnedStageClaim {
   conversationId: string;
   wakeMessage: string;
   firedAt: Date;
@@ -82,11 +86,7 @@ export interface EscalationClaim extends StageClaim {
   ageSeconds: number;
 }
 
-export interface ReceiptClaim extends StageClaim {
-  alarmId: string;
-  userId: string;
-  ownerDid: string;
-  label: string;
+export interface ReceiptClaim extends OwnedStageClaim {
   note: string | null;
   inferred: boolean;
   acknowledgedAt: Date;
@@ -149,19 +149,31 @@ export async function wakesClaimNudges(
     .sort((x, y) => x.firedAt.getTime() - y.firedAt.getTime());
 }
 
-// Records nudge sends under their own lease token: a success keeps nudged_at (the stage is done),
-// a failure clears it and sets when to try again.
-const recordNudges = sql(
-  'wakes_record_nudges',
-  `UPDATE wakes w SET
-     nudged_at = CASE WHEN o.ok THEN w.nudged_at END,
-     nudge_lease_until = CASE WHEN o.ok THEN NULL ELSE now() + o.retry_ms * ${MS} END,
-     nudge_lease_token = NULL,
+/**
+ * Records a batch of one stage's sends under that stage's own lease token: `done` says what the
+ * stage's timestamp becomes for a 2xx (and otherwise), a failure sets when to try again and the
+ * error. Recorded even when the wake was acknowledged meanwhile: it was sent.
+ */
+const recordStage = (name: string, prefix: 'nudge' | 'escalation' | 'receipt', done: string) =>
+  sql(
+    name,
+    `UPDATE wakes w SET
+     ${done},
+     ${prefix}_lease_until = CASE WHEN o.ok THEN NULL ELSE now() + o.retry_ms * ${MS} END,
+     ${prefix}_lease_token = NULL,
      tracker_error = CASE WHEN o.ok THEN w.tracker_error ELSE o.error END,
      updated_at = now()
    FROM unnest($1::uuid[], $2::uuid[], $3::bool[], $4::text[], $5::float8[]) AS o(id, token, ok, error, retry_ms)
-   WHERE w.id = o.id AND w.nudge_lease_token = o.token
+   WHERE w.id = o.id AND w.${prefix}_lease_token = o.token
    RETURNING w.id::text AS id`,
+  );
+
+// Records nudge sends under their own lease token: a success keeps nudged_at (the stage is done),
+// a failure clears it and sets when to try again.
+const recordNudges = recordStage(
+  'wakes_record_nudges',
+  'nudge',
+  'nudged_at = CASE WHEN o.ok THEN w.nudged_at END',
 );
 
 /**
@@ -191,7 +203,7 @@ const claimEscalations = sql(
      w.fired_at, floor(extract(epoch FROM (now() - w.fired_at)))::int AS age_seconds`,
 );
 
-interface EscalationRow {
+interface OwnedStageRow {
   wake_id: string;
   token: string;
   attempt: number;
@@ -199,6 +211,21 @@ interface EscalationRow {
   user_id: string;
   owner_did: string;
   label: string;
+}
+
+function toOwnedStageClaim(row: OwnedStageRow): OwnedStageClaim {
+  return {
+    wakeId: row.wake_id,
+    token: row.token,
+    attempt: row.attempt,
+    alarmId: row.alarm_id,
+    userId: row.user_id,
+    ownerDid: row.owner_did,
+    label: row.label,
+  };
+}
+
+interface EscalationRow extends OwnedStageRow {
   conversation_id: string;
   wake_message: string;
   fired_at: Date;
@@ -216,13 +243,7 @@ export async function wakesClaimEscalations(
   ]);
   return rows
     .map((row) => ({
-      wakeId: row.wake_id,
-      token: row.token,
-      attempt: row.attempt,
-      alarmId: row.alarm_id,
-      userId: row.user_id,
-      ownerDid: row.owner_did,
-      label: row.label,
+      ...toOwnedStageClaim(row),
       conversationId: row.conversation_id,
       wakeMessage: row.wake_message,
       firedAt: row.fired_at,
@@ -233,17 +254,10 @@ export async function wakesClaimEscalations(
 
 // Records escalation sends under their own lease token: escalated_at only for a 2xx, otherwise
 // when to try again. Recorded even when the wake was acknowledged meanwhile: it was sent.
-const recordEscalations = sql(
+const recordEscalations = recordStage(
   'wakes_record_escalations',
-  `UPDATE wakes w SET
-     escalated_at = CASE WHEN o.ok THEN now() ELSE w.escalated_at END,
-     escalation_lease_until = CASE WHEN o.ok THEN NULL ELSE now() + o.retry_ms * ${MS} END,
-     escalation_lease_token = NULL,
-     tracker_error = CASE WHEN o.ok THEN w.tracker_error ELSE o.error END,
-     updated_at = now()
-   FROM unnest($1::uuid[], $2::uuid[], $3::bool[], $4::text[], $5::float8[]) AS o(id, token, ok, error, retry_ms)
-   WHERE w.id = o.id AND w.escalation_lease_token = o.token
-   RETURNING w.id::text AS id`,
+  'escalation',
+  'escalated_at = CASE WHEN o.ok THEN now() ELSE w.escalated_at END',
 );
 
 /**
@@ -268,14 +282,7 @@ const claimReceipts = sql(
      w.acknowledged_at`,
 );
 
-interface ReceiptRow {
-  wake_id: string;
-  token: string;
-  attempt: number;
-  alarm_id: string;
-  user_id: string;
-  owner_did: string;
-  label: string;
+interface ReceiptRow extends OwnedStageRow {
   ack_note: string | null;
   ack_inferred: boolean;
   acknowledged_at: Date;
@@ -288,13 +295,7 @@ export async function wakesClaimReceipts(
   const rows = await ex.query<ReceiptRow>(claimReceipts, [options.limit, options.leaseMs]);
   return rows
     .map((row) => ({
-      wakeId: row.wake_id,
-      token: row.token,
-      attempt: row.attempt,
-      alarmId: row.alarm_id,
-      userId: row.user_id,
-      ownerDid: row.owner_did,
-      label: row.label,
+      ...toOwnedStageClaim(row),
       note: row.ack_note,
       inferred: row.ack_inferred,
       acknowledgedAt: row.acknowledged_at,
@@ -303,17 +304,10 @@ export async function wakesClaimReceipts(
 }
 
 // Records receipt sends under their own lease token: receipt_sent_at only for a 2xx.
-const recordReceipts = sql(
+const recordReceipts = recordStage(
   'wakes_record_receipts',
-  `UPDATE wakes w SET
-     receipt_sent_at = CASE WHEN o.ok THEN now() ELSE w.receipt_sent_at END,
-     receipt_lease_until = CASE WHEN o.ok THEN NULL ELSE now() + o.retry_ms * ${MS} END,
-     receipt_lease_token = NULL,
-     tracker_error = CASE WHEN o.ok THEN w.tracker_error ELSE o.error END,
-     updated_at = now()
-   FROM unnest($1::uuid[], $2::uuid[], $3::bool[], $4::text[], $5::float8[]) AS o(id, token, ok, error, retry_ms)
-   WHERE w.id = o.id AND w.receipt_lease_token = o.token
-   RETURNING w.id::text AS id`,
+  'receipt',
+  'receipt_sent_at = CASE WHEN o.ok THEN now() ELSE w.receipt_sent_at END',
 );
 
 export type Stage = 'nudge' | 'escalation' | 'receipt';

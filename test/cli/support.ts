@@ -15,12 +15,14 @@ export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const BIN = join(ROOT, 'bin', 'chronos.js');
 
 /** The environment of a child: this one without anything that would point it at a real store. */
-export function childEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env };
-  for (const name of Object.keys(env)) {
-    if (name === 'DATABASE_URL' || name === 'PORT' || name.startsWith('CHRONOS_')) delete env[name];
+export function childEnv(extra: Record<string, string> = {}): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [name, value] of Object.entries(process.env)) {
+    if (value === undefined || name === 'DATABASE_URL' || name === 'PORT' || name.startsWith('CHRONOS_'))
+      continue;
+    if (name === 'NODE_OPTIONS') continue; // vitest's loader hooks are not the CLI's
+    env[name] = value;
   }
-  delete env.NODE_OPTIONS; // vitest's loader hooks are not the CLI's
   return { ...env, LOG_LEVEL: 'info', ...extra };
 }
 
@@ -30,8 +32,8 @@ export interface Run {
   stderr: string;
 }
 
-/** Runs `chronos <args>` to completion. */
-export function runChronos(args: string[], env: Record<string, string>): Promise<Run> {
+/** Runs `chronos <args>` to completion with `env`, and `input` on its standard input (then closed). */
+export function runChronos(args: string[], env: Record<string, string>, input = ''): Promise<Run> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env: childEnv(env) });
     let stdout = '';
@@ -40,6 +42,7 @@ export function runChronos(args: string[], env: Record<string, string>): Promise
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     child.on('error', reject);
     child.on('close', (code) => resolve({ code, stdout, stderr }));
+    child.stdin.end(input);
   });
 }
 

@@ -252,6 +252,15 @@ describeEachBackend('HTTP: refusals write nothing', ({ t }) => {
       expect(
         (await call(h.app, 'POST', '/v1/alarms', { headers: h.otherAuth, body: { in_seconds: 60 } })).status,
       ).toBe(201);
+      // Only active alarms count: cancelling one frees its slot.
+      const mine = await call(h.app, 'GET', '/v1/alarms?status=active', { headers: h.auth });
+      const cancelled = await call(h.app, 'DELETE', `/v1/alarms/${mine.body.alarms[0].id}`, {
+        headers: h.auth,
+      });
+      expect(cancelled.status).toBe(200);
+      expect(
+        (await call(h.app, 'POST', '/v1/alarms', { headers: h.auth, body: { in_seconds: 60 } })).status,
+      ).toBe(201);
     });
 
     it('create_rate: Retry-After and a problem naming the limit', async () => {

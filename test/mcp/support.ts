@@ -4,11 +4,7 @@
  * `StdioClientTransport`. Owners, keys and fires come from a ChronosService on the test's
  * database, so a wake is made by backdating a row and running the dispatcher once.
  */
-import { spawn } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -20,13 +16,20 @@ import { silentLogger } from '../../src/logger.js';
 import { TOOLS } from '../../src/mcp/tools/index.js';
 import { ChronosService } from '../../src/service.js';
 import type { Db } from '../../src/store/db.js';
-import { TMP_DIR } from '../support/env.js';
+import {
+  BIN,
+  childEnv as cliChildEnv,
+  ROOT,
+  runChronos as cliRunChronos,
+  tempDataDir,
+  type Run,
+} from '../cli/support.js';
 import { backdate, OTHER, OWNER, RecordingReceiver } from '../support/harness.js';
 
 export { OTHER, OWNER };
 
-export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-export const BIN = join(ROOT, 'bin', 'chronos.js');
+export { ALARM_VIEW_KEYS, RFC3339_MS } from '../http/support.js';
+export { BIN, ROOT, tempDataDir, type Run };
 export const OPERATOR_TOKEN = 'operator-token-for-mcp-tests-0123456789';
 
 export interface McpTestServer {
@@ -78,16 +81,9 @@ export async function httpClient(url: string, headers: Record<string, string>): 
   return client;
 }
 
-/** The environment of a child: this one without anything pointing at a real store. */
+/** The environment of a child (as the CLI tests make it), logging warnings only. */
 export function childEnv(extra: Record<string, string>): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const [name, value] of Object.entries(process.env)) {
-    if (value === undefined || name === 'DATABASE_URL' || name === 'PORT' || name === 'NODE_OPTIONS')
-      continue;
-    if (name.startsWith('CHRONOS_')) continue;
-    env[name] = value;
-  }
-  return { ...env, LOG_LEVEL: 'warn', ...extra };
+  return cliChildEnv({ LOG_LEVEL: 'warn', ...extra });
 }
 
 export interface StdioSession {
@@ -116,11 +112,6 @@ export async function stdioClient(env: Record<string, string>): Promise<StdioSes
   }
   await client.listTools();
   return { client, stderr: () => stderr, close: () => client.close() };
-}
-
-export async function tempDataDir(): Promise<{ dir: string; remove(): Promise<void> }> {
-  const dir = await mkdtemp(join(TMP_DIR, 'mcp-'));
-  return { dir, remove: () => rm(dir, { recursive: true, force: true }) };
 }
 
 /** Calls a tool; returns the result, whose structured content (if any) matches the tool's output schema. */
@@ -168,49 +159,11 @@ export async function fire(server: McpTestServer, db: Db, id: string, ms = 61_00
   return wakeId;
 }
 
-export const RFC3339_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
-
-export const ALARM_VIEW_KEYS = [
-  'id',
-  'label',
-  'kind',
-  'cron_expr',
-  'timezone',
-  'next_fire_at',
-  'conversation_id',
-  'wake_message',
-  'payload',
-  'status',
-  'idempotency_key',
-  'max_failures',
-  'failure_count',
-  'last_error',
-  'created_at',
-  'last_fired_at',
-  'require_ack',
-];
-
-export interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs `chronos <args>` to completion with `env` and `input` on stdin (closed after it). */
+/** Runs `chronos <args>` to completion, as `runChronos` of the CLI tests does, logging warnings only. */
 export function runChronos(args: string[], env: Record<string, string>, input = ''): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env: childEnv(env) });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-    child.stdin.end(input);
-  });
+  return cliRunChronos(args, { LOG_LEVEL: 'warn', ...env }, input);
 }
 
-/** JSON-RPC lines a client would send: initialize, initialized, then `calls` as tools/call with ids 2, 3, … */
 export function rawSession(calls: string[]): string {
   const lines = [
     '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}',

@@ -9,6 +9,7 @@
 import { afterAll, beforeAll, beforeEach, describe, it } from 'vitest';
 import type { BackendKind } from '../../src/store/db.js';
 import { createTestDatabase, postgresAvailable, type TestDatabase } from './databases.js';
+import { lateBound } from './late.js';
 
 export interface Backend {
   readonly kind: BackendKind;
@@ -23,18 +24,8 @@ export function describeEachBackend(title: string, body: (backend: Backend) => v
     const skip = kind === 'postgres' && !postgresAvailable();
     describe.skipIf(skip)(`${title} [${kind}]`, () => {
       let t: TestDatabase | null = null;
-      const current = () => {
-        if (!t) throw new Error('the test database is not open yet');
-        return t;
-      };
       // Forwards to the database opened in beforeAll, so suites can destructure it up front.
-      const proxy = new Proxy({} as TestDatabase, {
-        get: (_target, property) => {
-          const value = Reflect.get(current(), property);
-          return typeof value === 'function' ? value.bind(current()) : value;
-        },
-      });
-      const backend: Backend = { kind, t: proxy };
+      const backend: Backend = { kind, t: lateBound('the test database', () => t) };
       beforeAll(async () => {
         t = await createTestDatabase(kind);
       });

@@ -1,13 +1,11 @@
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
-import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { Metrics } from '../../src/metrics.js';
 import { describeEachBackend } from '../support/backends.js';
 import { makeService, OWNER } from '../support/harness.js';
-import { Sink } from '../support/sink.js';
 import {
   age,
-  closeTrackers,
   ESCALATE_AFTER,
   expectSigned,
   failingReceiver,
@@ -18,25 +16,11 @@ import {
   NUDGE_AFTER,
   wakeRow,
   wakeService,
+  useSinks,
 } from './support.js';
 
 describeEachBackend('tracker: the escalation', ({ t }) => {
-  let router: Sink;
-  let fallback: Sink;
-
-  beforeAll(async () => {
-    router = await Sink.start();
-    fallback = await Sink.start();
-  });
-  afterEach(async () => {
-    await closeTrackers();
-    router.reset();
-    fallback.reset();
-  });
-  afterAll(async () => {
-    await router.close();
-    await fallback.close();
-  });
+  const { router, fallback } = useSinks();
 
   it('a wake still unacknowledged after the escalation delay is POSTed once to the fallback, signed, and recorded', async () => {
     const tracker = makeTracker(t.db, { router, fallback });

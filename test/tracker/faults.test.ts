@@ -1,19 +1,9 @@
-import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
+import { afterEach, expect, it } from 'vitest';
 import type { Db, Statement } from '../../src/store/db.js';
 import { wakesClaimEscalations, wakesClaimNudges, wakesRecordStage } from '../../src/store/tracker.js';
 import { describeEachBackend } from '../support/backends.js';
 import { until } from '../support/harness.js';
-import { Sink } from '../support/sink.js';
-import {
-  age,
-  closeTrackers,
-  ESCALATE_AFTER,
-  fire,
-  lapse,
-  makeTracker,
-  NUDGE_AFTER,
-  wakeRow,
-} from './support.js';
+import { age, ESCALATE_AFTER, fire, lapse, makeTracker, NUDGE_AFTER, wakeRow, useSinks } from './support.js';
 
 /** The database, except that the statements named die: the process is gone before they run. */
 function dyingAt(db: Db, ...names: string[]): Db {
@@ -33,23 +23,9 @@ function dyingAt(db: Db, ...names: string[]): Db {
 }
 
 describeEachBackend('tracker: crashes and restarts', ({ t }) => {
-  let router: Sink;
-  let fallback: Sink;
-
-  beforeAll(async () => {
-    router = await Sink.start();
-    fallback = await Sink.start();
-  });
-  afterEach(async () => {
-    await closeTrackers();
-    await router.up();
-    router.reset();
-    fallback.reset();
-  });
-  afterAll(async () => {
-    await router.close();
-    await fallback.close();
-  });
+  const { router, fallback } = useSinks();
+  // A test may leave the router refusing connections.
+  afterEach(() => router.up());
 
   it('a tracker that dies between sending the nudge and recording it causes at most one extra nudge, and no lost escalation', async () => {
     const { wakeId } = await fire(t.db);

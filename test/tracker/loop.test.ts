@@ -1,13 +1,11 @@
-import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { TestClock } from '../../src/clock.js';
 import { Metrics } from '../../src/metrics.js';
 import type { Db, Statement } from '../../src/store/db.js';
 import { describeEachBackend } from '../support/backends.js';
 import { OWNER, until } from '../support/harness.js';
-import { Sink } from '../support/sink.js';
 import {
   age,
-  closeTrackers,
   ESCALATE_AFTER,
   failingReceiver,
   fire,
@@ -16,6 +14,7 @@ import {
   MINUTE,
   NUDGE_AFTER,
   wakeService,
+  useSinks,
 } from './support.js';
 
 /** A TestClock that remembers how long each sleep was asked to be. */
@@ -28,22 +27,7 @@ class RecordingClock extends TestClock {
 }
 
 describeEachBackend('tracker: the loop', ({ t }) => {
-  let router: Sink;
-  let fallback: Sink;
-
-  beforeAll(async () => {
-    router = await Sink.start();
-    fallback = await Sink.start();
-  });
-  afterEach(async () => {
-    await closeTrackers();
-    router.reset();
-    fallback.reset();
-  });
-  afterAll(async () => {
-    await router.close();
-    await fallback.close();
-  });
+  const { router, fallback } = useSinks();
 
   it('a started tracker sleeps until the next stage falls due, as read from the rows', async () => {
     const { wakeId } = await fire(t.db);

@@ -1,10 +1,8 @@
-import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { describeEachBackend } from '../support/backends.js';
 import { makeService, OWNER } from '../support/harness.js';
-import { Sink } from '../support/sink.js';
 import {
   age,
-  closeTrackers,
   expectSigned,
   failingReceiver,
   fire,
@@ -14,25 +12,11 @@ import {
   NUDGE_AFTER,
   wakeRow,
   wakeService,
+  useSinks,
 } from './support.js';
 
 describeEachBackend('tracker: the nudge', ({ t }) => {
-  let router: Sink;
-  let fallback: Sink;
-
-  beforeAll(async () => {
-    router = await Sink.start();
-    fallback = await Sink.start();
-  });
-  afterEach(async () => {
-    await closeTrackers();
-    router.reset();
-    fallback.reset();
-  });
-  afterAll(async () => {
-    await router.close();
-    await fallback.close();
-  });
+  const { router, fallback } = useSinks();
 
   it('an unacknowledged wake gets one alarm.nudge, the §6 body of its fire, once the nudge delay has passed', async () => {
     const tracker = makeTracker(t.db, { router, fallback });

@@ -1,10 +1,8 @@
-import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { describeEachBackend } from '../support/backends.js';
 import { OTHER, OWNER } from '../support/harness.js';
-import { Sink } from '../support/sink.js';
 import {
   age,
-  closeTrackers,
   expectSigned,
   fire,
   lapse,
@@ -12,6 +10,7 @@ import {
   NUDGE_AFTER,
   wakeRow,
   wakeService,
+  useSinks,
 } from './support.js';
 
 const RECEIPT_KEYS = [
@@ -27,22 +26,7 @@ const RECEIPT_KEYS = [
 ];
 
 describeEachBackend('tracker: the receipt', ({ t }) => {
-  let router: Sink;
-  let fallback: Sink;
-
-  beforeAll(async () => {
-    router = await Sink.start();
-    fallback = await Sink.start();
-  });
-  afterEach(async () => {
-    await closeTrackers();
-    router.reset();
-    fallback.reset();
-  });
-  afterAll(async () => {
-    await router.close();
-    await fallback.close();
-  });
+  const { router, fallback } = useSinks();
 
   it('an ack with a note sends one wake.acknowledged receipt to the fallback, signed', async () => {
     const tracker = makeTracker(t.db, { router, fallback });

@@ -1,13 +1,11 @@
-import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { sql } from '../../src/store/db.js';
 import { describeEachBackend } from '../support/backends.js';
 import { makeService, OWNER } from '../support/harness.js';
-import { Sink } from '../support/sink.js';
 import {
   age,
   ageAck,
   ageEscalation,
-  closeTrackers,
   ESCALATE_AFTER,
   failingReceiver,
   fire,
@@ -16,6 +14,7 @@ import {
   RETENTION,
   wakeRow,
   wakeService,
+  useSinks,
 } from './support.js';
 
 const attemptsOf = sql(
@@ -24,23 +23,8 @@ const attemptsOf = sql(
 );
 
 describeEachBackend('tracker: retention', ({ t }) => {
-  let router: Sink;
-  let fallback: Sink;
+  const { router, fallback } = useSinks();
   const DAY = 24 * 60 * MINUTE;
-
-  beforeAll(async () => {
-    router = await Sink.start();
-    fallback = await Sink.start();
-  });
-  afterEach(async () => {
-    await closeTrackers();
-    router.reset();
-    fallback.reset();
-  });
-  afterAll(async () => {
-    await router.close();
-    await fallback.close();
-  });
 
   it('finished wakes are pruned with their attempts once the retention period has passed, not before', async () => {
     const tracker = makeTracker(t.db, { router, fallback });

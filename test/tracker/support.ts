@@ -4,7 +4,7 @@
  * real local sinks standing in for the router and the fallback URL.
  */
 import { randomBytes } from 'node:crypto';
-import { expect } from 'vitest';
+import { afterAll, afterEach, beforeAll, expect } from 'vitest';
 import { Webhook } from 'standardwebhooks';
 import type { Clock } from '../../src/clock.js';
 import type { Logger } from '../../src/logger.js';
@@ -14,7 +14,8 @@ import { Tracker, type TrackerOptions } from '../../src/tracker/tracker.js';
 import type { Alarm } from '../../src/types.js';
 import { WakeService } from '../../src/wake-service.js';
 import { backdate, makeDispatcher, makeService, OWNER, RecordingReceiver } from '../support/harness.js';
-import type { Sink, SinkRequest } from '../support/sink.js';
+import { lateBound } from '../support/late.js';
+import { Sink, type SinkRequest } from '../support/sink.js';
 
 export const MINUTE = 60_000;
 export const NUDGE_AFTER = 5 * MINUTE;
@@ -190,4 +191,30 @@ export function failingReceiver(retryable = true): RecordingReceiver {
     error: retryable ? 'router answered 503' : 'router answered 400',
   });
   return receiver;
+}
+
+/**
+ * The router and the fallback (a human's channel) every tracker suite talks to: started before
+ * the suite, emptied (and every tracker closed) after each test, closed after the suite.
+ */
+export function useSinks(): { router: Sink; fallback: Sink } {
+  let router: Sink | null = null;
+  let fallback: Sink | null = null;
+  beforeAll(async () => {
+    router = await Sink.start();
+    fallback = await Sink.start();
+  });
+  afterEach(async () => {
+    await closeTrackers();
+    router?.reset();
+    fallback?.reset();
+  });
+  afterAll(async () => {
+    await router?.close();
+    await fallback?.close();
+  });
+  return {
+    router: lateBound('the router sink', () => router),
+    fallback: lateBound('the fallback sink', () => fallback),
+  };
 }
