@@ -27,14 +27,9 @@ import { parseOwner, type Owner } from '../owner.js';
 import { LogReceiver } from '../receivers/log.js';
 import { ChronosService } from '../service.js';
 import { isHeldByOther, readLock, type LockInfo } from '../store/embedded.js';
-import {
-  controlSocketPath,
-  localKeyStore,
-  startControlServer,
-  type ControlServer,
-} from '../cli/control-socket.js';
+import { controlSocketPath, type ControlServer } from '../cli/control-socket.js';
 import { EXIT_OK, UsageError, type CliIo } from '../cli/io.js';
-import { controlMcpHandler } from './control.js';
+import { startStoreControl } from './control.js';
 import { relayStdio } from './proxy.js';
 import { serveStdio, type StdioStreams } from './stdio.js';
 
@@ -109,12 +104,7 @@ async function serve(
   try {
     const owner = await ownerOf(config, named, service.keys);
     if (socketPath) {
-      control = await startControlServer(
-        localKeyStore(service.db, service.keys),
-        socketPath,
-        logger.child({ component: 'control' }),
-        controlMcpHandler(service),
-      );
+      control = await startStoreControl(service, socketPath, logger);
       logger.warn(
         `chronos mcp opened the embedded store ${dir} itself: alarms are kept, but they fire only while ` +
           '`chronos serve` runs, and it cannot start while this process holds the store. Start `chronos serve` ' +

@@ -11,8 +11,10 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { LIMITS } from '../alarm-input.js';
+import { localKeyStore, startControlServer, type ControlServer } from '../cli/control-socket.js';
 import { ChronosError, isChronosError } from '../errors.js';
 import { Authenticator, OWNER_HEADER } from '../http/auth.js';
+import type { Logger } from '../logger.js';
 import { parseOwner, type Owner } from '../owner.js';
 import type { ChronosService } from '../service.js';
 import type { McpService } from './server.js';
@@ -26,6 +28,23 @@ const STATUS: Partial<Record<string, number>> = {
   invalid_input: 400,
   too_large: 413,
 };
+
+/**
+ * The control socket of a process holding the embedded store: the key commands, and MCP for
+ * `chronos mcp` processes started meanwhile. `chronos serve` and `chronos mcp` both open it.
+ */
+export function startStoreControl(
+  service: ChronosService,
+  socketPath: string,
+  logger: Logger,
+): Promise<ControlServer> {
+  return startControlServer(
+    localKeyStore(service.db, service.keys),
+    socketPath,
+    logger.child({ component: 'control' }),
+    controlMcpHandler(service),
+  );
+}
 
 export function controlMcpHandler(service: McpService & Pick<ChronosService, 'keys'>): ControlMcpHandler {
   // No operator token here: a DID alone is already trusted on this socket.

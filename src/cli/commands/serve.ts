@@ -16,14 +16,9 @@ import { loadConfig, type Config } from '../../config.js';
 import { ChronosError } from '../../errors.js';
 import { buildApp, type ChronosApp } from '../../http/app.js';
 import { createLogger, type Logger } from '../../logger.js';
-import { controlMcpHandler } from '../../mcp/control.js';
+import { startStoreControl } from '../../mcp/control.js';
 import { ChronosService } from '../../service.js';
-import {
-  controlSocketPath,
-  localKeyStore,
-  startControlServer,
-  type ControlServer,
-} from '../control-socket.js';
+import { controlSocketPath, type ControlServer } from '../control-socket.js';
 import { EXIT_FAILURE, EXIT_OK, UsageError, type Command } from '../io.js';
 
 export interface RunningServer {
@@ -49,12 +44,7 @@ export async function startServer(config: Config, options: { logger?: Logger } =
   let app: ChronosApp | null = null;
   try {
     if (socketPath) {
-      control = await startControlServer(
-        localKeyStore(service.db, service.keys),
-        socketPath,
-        logger.child({ component: 'control' }),
-        controlMcpHandler(service),
-      );
+      control = await startStoreControl(service, socketPath, logger);
     }
     app = await buildApp(service);
     try {
