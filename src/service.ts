@@ -18,6 +18,7 @@ import { deliveryRetryQueueDepth } from './store/delivery-stats.js';
 import { PgDb, type Db } from './store/db.js';
 import { openEmbedded, type LockInfo } from './store/embedded.js';
 import { migrate, pendingMigrations } from './store/migrate.js';
+import { serverSettingsWarning } from './store/server-settings.js';
 import { Tracker } from './tracker/tracker.js';
 import { WakeService } from './wake-service.js';
 
@@ -134,6 +135,10 @@ export class ChronosService {
     try {
       const applied = await migrate(db);
       if (applied.length > 0) logger.info({ applied }, 'migrations applied');
+      // The embedded store runs single-user: PostgreSQL's autovacuum never runs there, and
+      // PGlite plans every statement anew.
+      const warning = db.kind === 'postgres' ? await serverSettingsWarning(db) : null;
+      if (warning) logger.warn(warning);
       return new ChronosService(config, db, logger, options.clock ?? systemClock, options.receiver);
     } catch (error) {
       if (!options.db) await db.close();

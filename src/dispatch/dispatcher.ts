@@ -14,6 +14,7 @@
  * lease lapsed, so receivers deduplicate on the wake id. A delivery is aborted before its lease
  * would lapse, and its outcome is written only under its own lease token.
  */
+import { setMaxListeners } from 'node:events';
 import { performance } from 'node:perf_hooks';
 import { systemClock, type Clock } from '../clock.js';
 import { silentLogger, type Logger } from '../logger.js';
@@ -53,6 +54,7 @@ export interface DispatcherOptions {
 
 interface InFlight {
   claim: Claim;
+  /** Shared by the flight's batch. */
   abort: AbortController;
   released: boolean;
   done: Promise<void>;
@@ -224,16 +226,27 @@ export class Dispatcher {
     if (claims.length === 0) return claims;
     this.#metrics?.claims.inc(claims.length);
     const time = new DbTime(claims[0]!.dbNow.getTime(), requestedAt);
-    for (const claim of claims) this.#begin(claim, time);
+    // The batch's deliveries start together, so they share one deadline and one abort signal
+    // (an AbortController per delivery costs microseconds a fire). Abort well before the lease
+    // lapses, so a hung receiver never outlives it.
+    const abort = new AbortController();
+    // Each delivery under way may listen on it: no limit to warn about.
+    setMaxListeners(0, abort.signal);
+    const timer = setTimeout(() => abort.abort(), Math.min(this.#deliveryTimeoutMs, this.#leaseMs * 0.8));
+    let left = claims.length;
+    const settled = () => {
+      if (--left === 0) clearTimeout(timer);
+    };
+    for (const claim of claims) this.#begin(claim, time, abort, settled);
     return claims;
   }
 
-  #begin(claim: Claim, time: DbTime): void {
-    const abort = new AbortController();
+  #begin(claim: Claim, time: DbTime, abort: AbortController, settled: () => void): void {
     const flight: InFlight = { claim, abort, released: false, done: Promise.resolve() };
     this.#inFlight.set(claim.leaseToken, flight);
     this.#metrics?.inFlight.set(this.#inFlight.size);
     flight.done = this.#deliver(flight, time).finally(() => {
+      settled();
       this.#inFlight.delete(claim.leaseToken);
       this.#metrics?.inFlight.set(this.#inFlight.size);
       if (this.#inFlight.size === this.#concurrency - 1) this.#poke();
@@ -258,15 +271,10 @@ export class Dispatcher {
         firedAt: startedAt,
         latenessMs,
       };
-      // Abort well before the lease lapses, so a hung receiver never outlives it.
-      const deadline = Math.min(this.#deliveryTimeoutMs, this.#leaseMs * 0.8);
-      const timer = setTimeout(() => flight.abort.abort(), deadline);
       try {
         delivery = await this.#receiver.deliver(fire, flight.abort.signal);
       } catch (error) {
         delivery = { ok: false, retryable: true, error: `receiver error: ${(error as Error).message}` };
-      } finally {
-        clearTimeout(timer);
       }
       this.#metrics?.attemptSeconds.observe(
         { receiver: this.#receiver.name },

@@ -39,6 +39,14 @@ export function nextOccurrence(
   return schedule.next(now, alarm.scheduledFor);
 }
 
+/** The alarm's state after an outcome. */
+interface After {
+  status: Outcome['status'];
+  nextFireAt: Date;
+  scheduledFor: Date;
+  failureCount: number;
+}
+
 export function decideOutcome(
   claim: Claim,
   delivery: Delivery | 'coalesced',
@@ -47,65 +55,75 @@ export function decideOutcome(
   random: () => number = Math.random,
 ): Outcome {
   const { alarm } = claim;
-  const now = times.finishedAt;
-  const base = {
-    alarmId: alarm.id,
-    leaseToken: claim.leaseToken,
-    wakeId: claim.wakeId,
-    attempt: claim.attempt,
-    startedAt: times.startedAt,
-    finishedAt: times.finishedAt,
-    latenessMs: times.latenessMs,
-    lastError: alarm.lastError,
-    statusCode: delivery !== 'coalesced' ? (delivery.statusCode ?? null) : null,
-  };
-  const advance = () => {
-    const next = nextOccurrence(alarm, now);
-    return { status: 'active' as const, nextFireAt: next, scheduledFor: next, failureCount: 0 };
-  };
-
+  const statusCode = delivery !== 'coalesced' ? (delivery.statusCode ?? null) : null;
   if (delivery === 'coalesced') {
-    return { ...base, result: 'coalesced', ...advance(), lastFiredAt: times.startedAt };
+    return outcome(
+      claim,
+      times,
+      statusCode,
+      'coalesced',
+      advance(alarm, times),
+      alarm.lastError,
+      times.startedAt,
+    );
   }
   if (delivery.ok) {
-    const after =
-      alarm.kind === 'once'
-        ? {
-            status: 'fired' as const,
-            nextFireAt: alarm.nextFireAt,
-            scheduledFor: alarm.scheduledFor,
-            failureCount: alarm.failureCount,
-          }
-        : advance();
-    return { ...base, result: 'delivered', ...after, lastFiredAt: times.startedAt };
+    const after = alarm.kind === 'once' ? stay(alarm, 'fired', alarm.failureCount) : advance(alarm, times);
+    return outcome(claim, times, statusCode, 'delivered', after, alarm.lastError, times.startedAt);
   }
 
   const failureCount = alarm.failureCount + 1;
   const lastError = delivery.error.slice(0, 1_000);
   if (delivery.retryable && failureCount < alarm.maxFailures) {
     const delay = retryDelayMs(failureCount, policy, random, delivery.retryAfterMs);
-    return {
-      ...base,
-      result: 'retry',
+    const retryAt = new Date(times.finishedAt.getTime() + delay);
+    const after: After = {
       status: 'active',
-      nextFireAt: new Date(now.getTime() + delay),
+      nextFireAt: retryAt,
       scheduledFor: alarm.scheduledFor,
       failureCount,
-      lastError,
-      lastFiredAt: null,
     };
+    return outcome(claim, times, statusCode, 'retry', after, lastError, null);
   }
-  if (alarm.kind === 'once') {
-    return {
-      ...base,
-      result: 'failed',
-      status: 'failed',
-      nextFireAt: alarm.nextFireAt,
-      scheduledFor: alarm.scheduledFor,
-      failureCount,
-      lastError,
-      lastFiredAt: null,
-    };
-  }
-  return { ...base, result: 'failed', ...advance(), lastError, lastFiredAt: null };
+  const after = alarm.kind === 'once' ? stay(alarm, 'failed', failureCount) : advance(alarm, times);
+  return outcome(claim, times, statusCode, 'failed', after, lastError, null);
+}
+
+/** A cron alarm moves to its first occurrence after the outcome, with its failures reset. */
+function advance(alarm: Alarm, times: OutcomeTimes): After {
+  const next = nextOccurrence(alarm, times.finishedAt);
+  return { status: 'active', nextFireAt: next, scheduledFor: next, failureCount: 0 };
+}
+
+function stay(alarm: Alarm, status: Outcome['status'], failureCount: number): After {
+  return { status, nextFireAt: alarm.nextFireAt, scheduledFor: alarm.scheduledFor, failureCount };
+}
+
+// One literal of fixed shape: object spreads here cost microseconds per fire.
+function outcome(
+  claim: Claim,
+  times: OutcomeTimes,
+  statusCode: number | null,
+  result: Outcome['result'],
+  after: After,
+  lastError: string,
+  lastFiredAt: Date | null,
+): Outcome {
+  return {
+    alarmId: claim.alarm.id,
+    leaseToken: claim.leaseToken,
+    wakeId: claim.wakeId,
+    attempt: claim.attempt,
+    result,
+    status: after.status,
+    nextFireAt: after.nextFireAt,
+    scheduledFor: after.scheduledFor,
+    failureCount: after.failureCount,
+    lastError,
+    lastFiredAt,
+    startedAt: times.startedAt,
+    finishedAt: times.finishedAt,
+    latenessMs: times.latenessMs,
+    statusCode,
+  };
 }

@@ -154,12 +154,13 @@ export function postSigned(post: SignedPost): Promise<SignedDelivery> {
     };
     try {
       const url = parsedUrl(post.url);
-      const headers: Record<string, string> = {
-        ...post.headers,
-        ...webhookHeaders(post.secrets, post.msgId, post.body, Math.floor(now() / 1000)),
-        'content-type': 'application/json',
-        'user-agent': USER_AGENT,
-      };
+      // Object.assign, not spreads: a literal of spreads costs microseconds a request on Node 20.
+      const headers: Record<string, string> = Object.assign(
+        {},
+        post.headers,
+        webhookHeaders(post.secrets, post.msgId, post.body, Math.floor(now() / 1000)),
+        { 'content-type': 'application/json', 'user-agent': USER_AGENT },
+      );
       (post.dispatcher ?? getGlobalDispatcher()).dispatch(
         {
           origin: url.origin,

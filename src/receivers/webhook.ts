@@ -143,8 +143,7 @@ export class WebhookReceiver implements Receiver {
       (performance.now() - started) / 1000,
     );
     this.#observe(delivery);
-    const { kind: _kind, ...plain } = delivery;
-    return plain;
+    return delivery;
   }
 
   /** Milliseconds the dispatcher should wait before claiming: 0 unless the router is down. */

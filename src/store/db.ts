@@ -10,6 +10,7 @@
  */
 import pg from 'pg';
 import type { PGlite, Transaction as LiteTransaction } from '@electric-sql/pglite';
+import { STORE_TYPES } from './timestamptz.js';
 
 export type Row = Record<string, unknown>;
 
@@ -73,7 +74,7 @@ export class PgDb implements Db {
   }
 
   async query<T = Row>(statement: Statement, values: readonly unknown[] = []): Promise<T[]> {
-    const result = await this.pool.query({ name: statement.name, text: statement.text, values: [...values] });
+    const result = await this.pool.query(pgQuery(statement, values));
     return result.rows as T[];
   }
 
@@ -236,10 +237,15 @@ function liteExecutor(target: LiteQueryable): Executor {
   };
 }
 
+/** A named statement with the store's type parsers (see timestamptz.ts). */
+function pgQuery(statement: Statement, values: readonly unknown[]): pg.QueryConfig {
+  return { name: statement.name, text: statement.text, values: values as unknown[], types: STORE_TYPES };
+}
+
 function pgExecutor(client: pg.ClientBase): Executor {
   return {
     query: async (statement, values = []) => {
-      const result = await client.query({ name: statement.name, text: statement.text, values: [...values] });
+      const result = await client.query(pgQuery(statement, values));
       return result.rows;
     },
     exec: async (script) => {

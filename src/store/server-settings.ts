@@ -1,0 +1,21 @@
+/**
+ * PostgreSQL server settings Chronos depends on, read once at start to warn an operator.
+ *
+ * Autovacuum: Chronos prepares each statement once per connection, and PostgreSQL keeps a
+ * prepared statement's generic plan until something invalidates it — the ANALYZE autovacuum runs
+ * as a table grows. With autovacuum off, a plan made while `wakes` was small is kept as it grows,
+ * and the dead rows every fire leaves are never cleared, so claims slow down over time.
+ */
+import { sql, type Executor } from './db.js';
+
+const autovacuum = sql('server_autovacuum', `SELECT current_setting('autovacuum') AS value`);
+
+/** The warning to log at start, or null when the server's settings are as Chronos needs them. */
+export async function serverSettingsWarning(ex: Executor): Promise<string | null> {
+  const [row] = await ex.query<{ value: string }>(autovacuum);
+  return row?.value === 'off'
+    ? 'autovacuum is off on this PostgreSQL server: Chronos tables are neither analyzed nor vacuumed, so ' +
+        'prepared plans made while they were small are kept as they grow and dead rows slow claims ' +
+        'down; turn it on, or run VACUUM ANALYZE on alarms, wakes and wake_attempts regularly'
+    : null;
+}
