@@ -50,6 +50,9 @@ const NUMERIC = 1700;
 const asText = (value: string) => value;
 const LITE_PARSERS = { [INT8]: asText, [NUMERIC]: asText };
 
+/** How long a pooled PostgreSQL connection (and every plan it prepared) lives. */
+export const CONNECTION_LIFETIME_S = 600;
+
 /** node-postgres returns int8 and numeric as strings already; PGlite is told to match. */
 export class PgDb implements Db {
   readonly kind = 'postgres' as const;
@@ -64,13 +67,25 @@ export class PgDb implements Db {
     pool.on('error', () => {});
   }
 
-  /** `options` are further pool settings, e.g. `connectionTimeoutMillis` so callers fail fast when the database is away. */
+  /**
+   * `options` are further pool settings, e.g. `connectionTimeoutMillis` so callers fail fast when
+   * the database is away.
+   *
+   * Connections retire after `maxLifetimeSeconds` (default 10 minutes), busy or not. PostgreSQL
+   * keeps a prepared statement's generic plan for the life of its connection unless an ANALYZE
+   * invalidates it, so a plan made while a table was small (a fresh install, a server with
+   * autovacuum off) would otherwise be kept however large the table grows; a new connection
+   * plans for the table as it is.
+   */
   static connect(
     connectionString: string,
     max = 10,
     options: Omit<pg.PoolConfig, 'connectionString' | 'max'> = {},
   ): PgDb {
-    return new PgDb(new pg.Pool({ ...options, connectionString, max }), true);
+    return new PgDb(
+      new pg.Pool({ maxLifetimeSeconds: CONNECTION_LIFETIME_S, ...options, connectionString, max }),
+      true,
+    );
   }
 
   async query<T = Row>(statement: Statement, values: readonly unknown[] = []): Promise<T[]> {
