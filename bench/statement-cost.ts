@@ -18,11 +18,18 @@
  *
  * The first five iterations warm up (custom plans, then the generic plan) and are not counted.
  */
-import { readFileSync } from 'node:fs';
 import { decideOutcome } from '../src/dispatch/outcome.js';
 import { alarmsClaimDue, alarmsRecordOutcomes } from '../src/store/claims.js';
 import { PgDb, sql } from '../src/store/db.js';
-import { createPostgres, loadDueAlarms, log, numberArg, percentile, writeResult } from './support.js';
+import {
+  createPostgres,
+  loadDueAlarms,
+  log,
+  numberArg,
+  percentile,
+  threadCpuUs,
+  writeResult,
+} from './support.js';
 
 const BATCH = numberArg('batch', 200);
 const ITERATIONS = numberArg('iterations', 40);
@@ -36,9 +43,6 @@ const updateOne = sql(
   'bench_update_one',
   `UPDATE alarms SET label = 'touched' WHERE id = (SELECT id FROM alarms ORDER BY id LIMIT 1)`,
 );
-
-/** CPU time the process has run, in µs. */
-const cpuUs = (pid: number) => Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0]) / 1000;
 
 interface Variant {
   name: string;
@@ -69,9 +73,9 @@ async function open(name: string, extraSql: string): Promise<Variant> {
 
 /** Runs `fn` and returns the backend's CPU for it, in µs. */
 async function timed(v: Variant, fn: () => Promise<unknown>): Promise<number> {
-  const before = cpuUs(v.pid);
+  const before = threadCpuUs(v.pid);
   await fn();
-  return cpuUs(v.pid) - before;
+  return threadCpuUs(v.pid) - before;
 }
 
 async function iterate(v: Variant, i: number): Promise<void> {

@@ -257,6 +257,15 @@ export function processCpuMs(pid: number | 'self'): number | null {
 }
 
 /**
+ * CPU microseconds a single-threaded process (a PostgreSQL backend) has run so far, from
+ * `/proc/<pid>/schedstat` (nanoseconds, where `processCpuMs` counts 10 ms ticks): precise enough
+ * to time one statement. It counts the process's main thread only, so not a Node process's.
+ */
+export function threadCpuUs(pid: number): number {
+  return Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0]) / 1000;
+}
+
+/**
  * CPU milliseconds used so far by each PostgreSQL backend connected to `url`'s database, read
  * from /proc — so only when the server runs on this machine (else null).
  */
