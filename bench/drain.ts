@@ -10,7 +10,7 @@
  * CPU per fire is recorded too — the worker process's, and (PostgreSQL on this machine) its
  * backends' — since on a shared machine it varies far less than wall time.
  *
- *   npx tsx bench/drain.ts [--backend=postgres|pglite|both] [--count=5000] [--runs=5]
+ *   npx tsx bench/drain.ts [--backend=postgres|pglite|both] [--count=5000] [--runs=5] [--grid=200x400,...]
  */
 import { performance } from 'node:perf_hooks';
 import { createChronos, type Chronos, type WorkOptions } from '../src/library.js';
@@ -122,13 +122,27 @@ interface Config extends WorkOptions {
   label: string;
 }
 
+/** `--grid=200x400,500x1000`: batch size × concurrency pairs to run instead of the standard grid. */
+function gridArg(argv = process.argv.slice(2)): [number, number][] | null {
+  const raw = argv.find((a) => a.startsWith('--grid='))?.slice('--grid='.length);
+  if (raw === undefined) return null;
+  return raw.split(',').map((pair) => {
+    const [batch, concurrency] = pair.split('x').map(Number);
+    if (!Number.isInteger(batch) || !Number.isInteger(concurrency) || batch! < 1 || concurrency! < 1) {
+      throw new Error(`--grid: expected pairs like 200x400, got ${JSON.stringify(pair)}`);
+    }
+    return [batch!, concurrency!];
+  });
+}
+
 function configsFor(kind: BenchDatabase['kind']): Config[] {
   const defaults: Config = {
     label:
       kind === 'postgres' ? 'default (batch 200, concurrency 200)' : 'default (batch 25, concurrency 200)',
   };
   const grid: [number, number][] =
-    kind === 'postgres'
+    gridArg() ??
+    (kind === 'postgres'
       ? [
           [100, 200],
           [500, 500],
@@ -139,7 +153,7 @@ function configsFor(kind: BenchDatabase['kind']): Config[] {
           [200, 200],
           [1000, 1000],
           [5000, 5000],
-        ];
+        ]);
   return [
     defaults,
     ...grid.map(([batchSize, concurrency]) => ({
