@@ -138,7 +138,7 @@ function gridArg(argv = process.argv.slice(2)): [number, number][] | null {
 function configsFor(kind: BenchDatabase['kind']): Config[] {
   const defaults: Config = {
     label:
-      kind === 'postgres' ? 'default (batch 200, concurrency 200)' : 'default (batch 25, concurrency 200)',
+      kind === 'postgres' ? 'default (batch 200, concurrency 200)' : 'default (batch 100, concurrency 200)',
   };
   const grid: [number, number][] =
     gridArg() ??
