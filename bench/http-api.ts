@@ -20,7 +20,7 @@ import { createServer, type AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
-import { KeyService } from '../src/keys.js';
+import { KeyService } from '../src/core/key-service.js';
 import { sql } from '../src/store/db.js';
 import {
   createPostgres,

@@ -4,7 +4,7 @@
  * (`npm run bench:http -- --serve-with=bench/http-experiment-server.ts`). It skips what the real
  * create does besides (idempotent dedupe, which quota was hit, NOTIFY): numbers only.
  */
-import { createAlarmSchema, parseBody } from '../src/alarm-input.js';
+import { createAlarmSchema, parseBody } from '../src/wire/alarm-input.js';
 import { startServer } from '../src/cli/commands/serve.js';
 import { loadConfig } from '../src/config.js';
 import { ChronosError } from '../src/errors.js';

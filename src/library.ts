@@ -7,11 +7,11 @@
  */
 import pg from 'pg';
 import type { PGlite } from '@electric-sql/pglite';
-import { AlarmService } from './alarm-service.js';
+import { AlarmService } from './core/alarm-service.js';
 import { systemClock, type Clock } from './clock.js';
 import { invalidInput } from './errors.js';
 import { silentLogger, type Logger } from './logger.js';
-import { LIBRARY_OWNER, parseOwner } from './owner.js';
+import { LIBRARY_OWNER, parseOwner } from './core/owner.js';
 import { Dispatcher } from './dispatch/dispatcher.js';
 import { HandlerReceiver, type TimerHandler } from './receivers/handler.js';
 import { alarmsGetByKey } from './store/alarms.js';

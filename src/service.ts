@@ -2,11 +2,11 @@
  * The composition root: builds the store, the loops and the shared services from a Config.
  * Surfaces (HTTP, MCP, CLI) are built on top of a ChronosService; loops never import surfaces.
  */
-import { AlarmService } from './alarm-service.js';
+import { AlarmService } from './core/alarm-service.js';
 import { shiftProcessClock, systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
 import { Dispatcher } from './dispatch/dispatcher.js';
-import { KeyService } from './keys.js';
+import { KeyService } from './core/key-service.js';
 import { createLogger, type Logger } from './logger.js';
 import { Metrics } from './metrics.js';
 import { LogReceiver } from './receivers/log.js';
@@ -20,7 +20,7 @@ import { openEmbedded, type LockInfo } from './store/embedded.js';
 import { migrate, pendingMigrations } from './store/migrate.js';
 import { serverSettingsWarning } from './store/server-settings.js';
 import { Tracker } from './tracker/tracker.js';
-import { WakeService } from './wake-service.js';
+import { WakeService } from './core/wake-service.js';
 
 export interface ServiceOptions {
   clock?: Clock;

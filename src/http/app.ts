@@ -20,11 +20,11 @@ import Fastify, {
   type FastifyReply,
   type FastifyRequest,
 } from 'fastify';
-import { LIMITS } from '../alarm-input.js';
+import { LIMITS } from '../wire/alarm-input.js';
 import type { Logger } from '../logger.js';
 import { registerMcpRoute } from '../mcp/http.js';
 import type { ChronosService } from '../service.js';
-import { Authenticator } from './auth.js';
+import { Authenticator } from '../core/authenticator.js';
 import './context.js';
 import { parseJsonBody } from './json-body.js';
 import { PROBLEM_TYPE, toProblem } from './problem.js';

@@ -4,7 +4,7 @@
  */
 import type { FastifyRequest } from 'fastify';
 import { describeValue, invalidFields } from '../errors.js';
-import type { Caller } from './auth.js';
+import type { Caller } from '../core/authenticator.js';
 
 declare module 'fastify' {
   interface FastifyRequest {

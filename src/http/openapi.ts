@@ -4,9 +4,9 @@
  * answers. Built once per app.
  */
 import { z } from 'zod';
-import { createAlarmSchema, patchAlarmSchema } from '../alarm-input.js';
-import { ackWakeSchema, replySchema, WAKE_STATUSES } from '../wake-service.js';
-import { STATUSES } from '../alarm-service.js';
+import { createAlarmSchema, patchAlarmSchema } from '../wire/alarm-input.js';
+import { ackWakeSchema, replySchema, WAKE_STATUSES } from '../core/wake-service.js';
+import { STATUSES } from '../core/alarm-service.js';
 
 const time = () => z.string().describe('RFC 3339 UTC with milliseconds, e.g. "2027-03-14T07:00:00.000Z".');
 

@@ -9,7 +9,7 @@
  */
 import type { ErrorCode, FieldError } from '../errors.js';
 import { ChronosError, isChronosError } from '../errors.js';
-import { LIMITS } from '../alarm-input.js';
+import { LIMITS } from '../wire/alarm-input.js';
 
 export const PROBLEM_TYPE = 'application/problem+json';
 

@@ -8,7 +8,7 @@
  * stateless example. Bodies are read by the app (at most 128 KiB, 413 beyond).
  */
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import type { Authenticator } from '../http/auth.js';
+import type { Authenticator } from '../core/authenticator.js';
 import { callerOf } from '../http/context.js';
 import { bodyOf } from '../http/json-body.js';
 import type { McpService } from './server.js';

@@ -6,9 +6,9 @@
  * what each one is for. They are published, not enforced by the SDK: see `published` below.
  */
 import { z } from 'zod';
-import { alarmFields } from '../alarm-input.js';
-import { STATUSES } from '../alarm-service.js';
-import { WAKE_STATUSES } from '../wake-service.js';
+import { alarmFields } from '../wire/alarm-input.js';
+import { STATUSES } from '../core/alarm-service.js';
+import { WAKE_STATUSES } from '../core/wake-service.js';
 
 const time = (what: string) => z.string().describe(`${what}: RFC 3339 in UTC with milliseconds.`);
 const nullableTime = (what: string) =>

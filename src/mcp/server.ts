@@ -13,8 +13,8 @@
 import { readFileSync } from 'node:fs';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import type { Owner } from '../owner.js';
-import { isoTime } from '../views.js';
+import type { Owner } from '../core/owner.js';
+import { isoTime } from '../wire/views.js';
 import type { RawPayloads } from './raw-payloads.js';
 import { published } from './schemas.js';
 import type { ChronosTool, McpService, ToolContext } from './tool.js';

@@ -13,7 +13,7 @@ import { Transform, type Readable, type TransformCallback, type Writable } from 
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { isJSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
 import { systemClock, type Clock } from '../clock.js';
-import type { Owner } from '../owner.js';
+import type { Owner } from '../core/owner.js';
 import { RawPayloads } from './raw-payloads.js';
 import { createMcpServer, type McpService } from './server.js';
 

@@ -9,7 +9,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import type { Owner } from '../owner.js';
+import type { Owner } from '../core/owner.js';
 import { RawPayloads } from './raw-payloads.js';
 import { createMcpServer, type McpService } from './server.js';
 

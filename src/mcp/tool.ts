@@ -7,7 +7,7 @@
 import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import type { z } from 'zod';
 import { invalidFields, invalidInput } from '../errors.js';
-import type { Owner } from '../owner.js';
+import type { Owner } from '../core/owner.js';
 import type { ChronosService } from '../service.js';
 
 /** The part of the service the tools use. */

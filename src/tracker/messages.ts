@@ -11,7 +11,7 @@
  */
 import type { Fire } from '../receivers/receiver.js';
 import { wakeBody } from '../receivers/webhook.js';
-import type { EscalationClaim, NudgeClaim, ReceiptClaim } from '../store/tracker.js';
+import type { EscalationClaim, NudgeClaim, ReceiptClaim } from '../store/wake-stages.js';
 
 export const nudgeId = (wakeId: string): string => `${wakeId}:nudge`;
 export const escalationId = (wakeId: string): string => `${wakeId}:escalation`;

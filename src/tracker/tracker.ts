@@ -40,7 +40,7 @@ import {
   type Stage,
   type StageClaim,
   type StageOutcome,
-} from '../store/tracker.js';
+} from '../store/wake-stages.js';
 import type { Wake } from '../types.js';
 import {
   escalationBody,

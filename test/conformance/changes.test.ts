@@ -15,7 +15,7 @@ import {
   RecordingReceiver,
   until,
 } from '../support/harness.js';
-import { AlarmService } from '../../src/alarm-service.js';
+import { AlarmService } from '../../src/core/alarm-service.js';
 import { DbClock } from '../../src/store/db-clock.js';
 
 const api = { source: 'api' } as const;

@@ -11,7 +11,7 @@ import {
   wakesOf,
 } from '../support/harness.js';
 import { stringifyJson } from '../../src/json.js';
-import { alarmView } from '../../src/views.js';
+import { alarmView } from '../../src/wire/views.js';
 import { libraryOn } from '../support/library.js';
 
 const api = { source: 'api' } as const;

@@ -12,7 +12,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { randomBytes } from 'node:crypto';
 import { beforeAll, expect, it } from 'vitest';
-import { hashKey, KeyService } from '../../src/keys.js';
+import { hashKey, KeyService } from '../../src/core/key-service.js';
 import { sql } from '../../src/store/db.js';
 import { runChronos } from '../cli/support.js';
 import { OTHER, OWNER } from '../support/harness.js';

@@ -10,7 +10,7 @@
  * docs/reliability.md. Speed is not asserted.
  */
 import { beforeAll, expect, it } from 'vitest';
-import { KeyService } from '../../src/keys.js';
+import { KeyService } from '../../src/core/key-service.js';
 import { sql } from '../../src/store/db.js';
 import { serveEnv, useScenario } from './support/fleet.js';
 import { Instance } from './support/instance.js';

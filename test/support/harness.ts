@@ -3,10 +3,10 @@
  * that records and can be told to fail or hang, and set-ups that move rows in time (crashes and
  * waits are data: a lapsed lease is a `claimed_at` an hour ago).
  */
-import { AlarmService, type Quotas } from '../../src/alarm-service.js';
+import { AlarmService, type Quotas } from '../../src/core/alarm-service.js';
 import { systemClock, type Clock } from '../../src/clock.js';
 import { Dispatcher, type DispatcherOptions } from '../../src/dispatch/dispatcher.js';
-import { parseOwner } from '../../src/owner.js';
+import { parseOwner } from '../../src/core/owner.js';
 import type { Delivery, Fire, Receiver } from '../../src/receivers/receiver.js';
 import { DbClock } from '../../src/store/db-clock.js';
 import { sql, type Db, type Executor, type Row, type Statement } from '../../src/store/db.js';

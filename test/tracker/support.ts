@@ -12,7 +12,7 @@ import type { Metrics } from '../../src/metrics.js';
 import { sql, type Db, type Executor, type Row } from '../../src/store/db.js';
 import { Tracker, type TrackerOptions } from '../../src/tracker/tracker.js';
 import type { Alarm } from '../../src/types.js';
-import { WakeService } from '../../src/wake-service.js';
+import { WakeService } from '../../src/core/wake-service.js';
 import { backdate, makeDispatcher, makeService, OWNER, RecordingReceiver } from '../support/harness.js';
 import { lateBound } from '../support/late.js';
 import { Sink, type SinkRequest } from '../support/sink.js';

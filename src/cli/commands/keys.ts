@@ -8,9 +8,9 @@
  */
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../../config.js';
-import { parseOwner } from '../../owner.js';
-import type { KeyView } from '../control-socket.js';
-import { withStore } from '../store-access.js';
+import { parseOwner } from '../../core/owner.js';
+import type { KeyView } from '../../control/control-socket.js';
+import { withStore } from '../../control/store-access.js';
 import { EXIT_OK, UsageError, type CliIo, type Command } from '../io.js';
 
 const USAGE = `usage: chronos keys create --owner <did> [--label <text>]

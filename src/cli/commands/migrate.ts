@@ -2,7 +2,7 @@
  * `chronos migrate`: applies pending migrations and says which (serve also does this on start).
  */
 import { loadConfig } from '../../config.js';
-import { withStore } from '../store-access.js';
+import { withStore } from '../../control/store-access.js';
 import { EXIT_OK, UsageError, type Command } from '../io.js';
 
 export const migrateCommand: Command = {

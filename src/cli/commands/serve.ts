@@ -16,9 +16,9 @@ import { loadConfig, type Config } from '../../config.js';
 import { ChronosError } from '../../errors.js';
 import { buildApp, type ChronosApp } from '../../http/app.js';
 import { createLogger, type Logger } from '../../logger.js';
-import { startStoreControl } from '../../mcp/control.js';
+import { startStoreControl } from '../../mcp/socket.js';
 import { ChronosService } from '../../service.js';
-import { controlSocketPath, type ControlServer } from '../control-socket.js';
+import { controlSocketPath, type ControlServer } from '../../control/control-socket.js';
 import { EXIT_FAILURE, EXIT_OK, UsageError, type Command } from '../io.js';
 
 export interface RunningServer {

@@ -3,8 +3,8 @@
  * caller's owner scopes every call; the body's `payload` goes to the service as its own text.
  */
 import type { FastifyInstance } from 'fastify';
-import type { AlarmService } from '../../alarm-service.js';
-import { alarmView } from '../../views.js';
+import type { AlarmService } from '../../core/alarm-service.js';
+import { alarmView } from '../../wire/views.js';
 import { callerOf, checkQuery } from '../context.js';
 import { bodyOf, sendJson } from '../json-body.js';
 

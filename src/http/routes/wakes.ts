@@ -3,8 +3,8 @@
  * with a note, and the router's report of a reply — a thin layer over WakeService.
  */
 import type { FastifyInstance } from 'fastify';
-import { wakeView } from '../../views.js';
-import type { WakeService } from '../../wake-service.js';
+import { wakeView } from '../../wire/views.js';
+import type { WakeService } from '../../core/wake-service.js';
 import { callerOf, checkQuery } from '../context.js';
 import { bodyOf, sendJson } from '../json-body.js';
 

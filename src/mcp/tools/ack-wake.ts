@@ -1,5 +1,5 @@
 /** `ack_wake`: `POST /v1/wakes/{id}/ack` — the agent has dealt with a wake. */
-import { wakeView } from '../../views.js';
+import { wakeView } from '../../wire/views.js';
 import { ackWakeInput, ackWakeOutput } from '../schemas.js';
 import { onlyFields, stringArg, type ChronosTool } from '../tool.js';
 

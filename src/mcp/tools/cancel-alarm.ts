@@ -1,5 +1,5 @@
 /** `cancel_alarm`: `DELETE /v1/alarms/{id}` — the alarm never fires again. */
-import { alarmView } from '../../views.js';
+import { alarmView } from '../../wire/views.js';
 import { alarmOutput, cancelAlarmInput } from '../schemas.js';
 import { onlyFields, stringArg, type ChronosTool } from '../tool.js';
 import { ALARM_ID_EXPECTED } from './alarm-id.js';

@@ -1,5 +1,5 @@
 /** `get_alarm`: `GET /v1/alarms/{id}` — one of the caller's alarms. */
-import { alarmView } from '../../views.js';
+import { alarmView } from '../../wire/views.js';
 import { alarmOutput, getAlarmInput } from '../schemas.js';
 import { onlyFields, stringArg, type ChronosTool } from '../tool.js';
 import { ALARM_ID_EXPECTED } from './alarm-id.js';

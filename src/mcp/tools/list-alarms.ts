@@ -1,5 +1,5 @@
 /** `list_alarms`: `GET /v1/alarms` — the caller's alarms, newest first, a page at a time. */
-import { alarmView } from '../../views.js';
+import { alarmView } from '../../wire/views.js';
 import { listAlarmsInput, listAlarmsOutput } from '../schemas.js';
 import { onlyFields, type ChronosTool } from '../tool.js';
 

@@ -4,7 +4,7 @@
  * that changes nothing is refused: a model that sends only the id has forgotten what to change.
  */
 import { ChronosError } from '../../errors.js';
-import { alarmView } from '../../views.js';
+import { alarmView } from '../../wire/views.js';
 import { rescheduleAlarmInput, rescheduleAlarmOutput } from '../schemas.js';
 import { stringArg, type ChronosTool } from '../tool.js';
 import { ALARM_ID_EXPECTED } from './alarm-id.js';

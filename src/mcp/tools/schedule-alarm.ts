@@ -2,7 +2,7 @@
  * `schedule_alarm`: the create body of `POST /v1/alarms`, answered with `{alarm, deduped}` plus
  * `next_fires`. Alarms made here carry `source: 'mcp'` and require an acknowledgement by default.
  */
-import { alarmView } from '../../views.js';
+import { alarmView } from '../../wire/views.js';
 import { scheduleAlarmInput, scheduleAlarmOutput } from '../schemas.js';
 import type { ChronosTool } from '../tool.js';
 import { upcomingFires } from './upcoming-fires.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createAlarmSchema, parseBody } from './alarm-input.js';
-import type { ChronosError } from './errors.js';
+import type { ChronosError } from '../errors.js';
 
 function refusal(body: unknown): ChronosError['errors'] {
   try {

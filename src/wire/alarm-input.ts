@@ -7,7 +7,7 @@
  * Refusals are `invalid_input` errors whose field errors read `path: expected X, got Y`.
  */
 import { z } from 'zod';
-import { describeValue, invalidFields, type FieldError } from './errors.js';
+import { describeValue, invalidFields, type FieldError } from '../errors.js';
 
 export const LIMITS = {
   labelChars: 200,

@@ -26,7 +26,7 @@ import { join, resolve } from 'node:path';
 import { systemClock } from '../clock.js';
 import { ChronosError, isChronosError, type ErrorCode } from '../errors.js';
 import type { Logger } from '../logger.js';
-import type { ApiKey, KeyService } from '../keys.js';
+import type { ApiKey, KeyService } from '../core/key-service.js';
 import type { Db } from '../store/db.js';
 import { migrate } from '../store/migrate.js';
 

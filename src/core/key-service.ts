@@ -11,10 +11,10 @@
  * instance's cache at once; a key revoked by hand in SQL stops working within `cacheTtlMs`.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { systemClock, type Clock } from './clock.js';
-import { ChronosError, invalidInput, notFound } from './errors.js';
+import { systemClock, type Clock } from '../clock.js';
+import { ChronosError, invalidInput, notFound } from '../errors.js';
 import { parseOwner, type Owner } from './owner.js';
-import type { Db, Executor } from './store/db.js';
+import type { Db, Executor } from '../store/db.js';
 import {
   KEYS_CHANNEL,
   keysCount,
@@ -24,7 +24,7 @@ import {
   keysRevoke,
   keysTouch,
   type ApiKey,
-} from './store/keys.js';
+} from '../store/api-keys.js';
 
 export type { ApiKey };
 

@@ -3,7 +3,7 @@
  * is whom the router delivers a wake to, `keyfp` (1–128 of `[A-Za-z0-9._-]`) tells the owner's
  * keys apart. Every query is scoped to one owner.
  */
-import { invalidInput } from './errors.js';
+import { invalidInput } from '../errors.js';
 
 export interface Owner {
   did: string;

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { Sink } from '../../test/support/sink.js';
-import { createDeliveryAgent, parseRetryAfter, postSigned, type SignedPost } from './http-post.js';
+import { Sink } from '../support/sink.js';
+import { createDeliveryAgent, parseRetryAfter, postSigned, type SignedPost } from '../../src/receivers/http-post.js';
 
 const SECRET = `whsec_${randomBytes(24).toString('base64')}`;
 

@@ -10,12 +10,12 @@
  * Refusals answer `{code, message}`, as the rest of the control socket does.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { LIMITS } from '../alarm-input.js';
-import { localKeyStore, startControlServer, type ControlServer } from '../cli/control-socket.js';
+import { LIMITS } from '../wire/alarm-input.js';
+import { localKeyStore, startControlServer, type ControlServer } from '../control/control-socket.js';
 import { ChronosError, isChronosError } from '../errors.js';
-import { Authenticator, OWNER_HEADER } from '../http/auth.js';
+import { Authenticator, OWNER_HEADER } from '../core/authenticator.js';
 import type { Logger } from '../logger.js';
-import { parseOwner, type Owner } from '../owner.js';
+import { parseOwner, type Owner } from '../core/owner.js';
 import type { ChronosService } from '../service.js';
 import type { McpService } from './server.js';
 import { answerMcpPost, jsonRpcError, STATELESS_METHODS } from './streamable.js';

@@ -9,12 +9,12 @@
  */
 import { z } from 'zod';
 import { parseLimit } from './alarm-service.js';
-import { ChronosError, describeValue, invalidFields, invalidInput, notFound } from './errors.js';
-import { silentLogger, type Logger } from './logger.js';
+import { ChronosError, describeValue, invalidFields, invalidInput, notFound } from '../errors.js';
+import { silentLogger, type Logger } from '../logger.js';
 import { isUuid, type Owner } from './owner.js';
-import type { Executor } from './store/db.js';
-import { wakesAck, wakesAckByReply, wakesGet, wakesList, type WakeCursor } from './store/wakes.js';
-import type { Page, Wake, WakeStatus } from './types.js';
+import type { Executor } from '../store/db.js';
+import { wakesAck, wakesAckByReply, wakesGet, wakesList, type WakeCursor } from '../store/wakes.js';
+import type { Page, Wake, WakeStatus } from '../types.js';
 
 export const WAKE_STATUSES: readonly WakeStatus[] = ['pending', 'delivered', 'acknowledged', 'failed'];
 export const NOTE_MAX_CHARS = 2_000;

@@ -8,8 +8,8 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { ChronosError, invalidInput } from '../errors.js';
-import type { KeyService } from '../keys.js';
-import { parseOwner, type Owner } from '../owner.js';
+import type { KeyService } from './key-service.js';
+import { parseOwner, type Owner } from './owner.js';
 
 export const OWNER_HEADER = 'x-chronos-owner';
 

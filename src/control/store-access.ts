@@ -6,7 +6,7 @@
 import { resolve } from 'node:path';
 import type { Config } from '../config.js';
 import { ChronosError, isChronosError } from '../errors.js';
-import { KeyService } from '../keys.js';
+import { KeyService } from '../core/key-service.js';
 import { PgDb, type Db } from '../store/db.js';
 import { isHeldByOther, openEmbedded, readLock, type LockInfo } from '../store/embedded.js';
 import { migrate } from '../store/migrate.js';

@@ -2,7 +2,7 @@
  * The JSON shapes users see (contract §5 and §7). Internal fields — owner, user, fire_at, lease,
  * updated_at — never appear; empty optional strings are omitted from the alarm view.
  */
-import type { Alarm, AlarmView, Wake, WakeView } from './types.js';
+import type { Alarm, AlarmView, Wake, WakeView } from '../types.js';
 
 /** RFC 3339 UTC with milliseconds: `2027-03-14T07:00:00.000Z`. */
 export function isoTime(date: Date): string {

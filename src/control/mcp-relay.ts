@@ -15,7 +15,7 @@ import type { Readable, Writable } from 'node:stream';
 import { Client } from 'undici';
 import { ChronosError, type ErrorCode } from '../errors.js';
 import type { Logger } from '../logger.js';
-import { MCP_PATH } from './streamable.js';
+import { MCP_PATH } from '../mcp/streamable.js';
 
 export interface RelayOptions {
   socketPath: string;

@@ -5,16 +5,16 @@
  * enforces the owner's quotas, and writes with one statement per change; a refused request
  * writes nothing.
  */
-import { ChronosError, invalidInput, notFound } from './errors.js';
+import { ChronosError, invalidInput, notFound } from '../errors.js';
 import {
   createAlarmSchema,
   LIMITS,
   parseBody,
   patchAlarmSchema,
   type CreateAlarmBody,
-} from './alarm-input.js';
+} from '../wire/alarm-input.js';
 import { isUuid, type Owner } from './owner.js';
-import { resolveSchedule, type ScheduleInput } from './schedule/resolve.js';
+import { resolveSchedule, type ScheduleInput } from '../schedule/resolve.js';
 import {
   alarmsCancel,
   alarmsGet,
@@ -25,10 +25,10 @@ import {
   type AlarmChanges,
   type AlarmRef,
   type ScheduleColumns,
-} from './store/alarms.js';
-import type { DbClock } from './store/db-clock.js';
-import type { Executor } from './store/db.js';
-import type { Alarm, AlarmSource, AlarmStatus, Page } from './types.js';
+} from '../store/alarms.js';
+import type { DbClock } from '../store/db-clock.js';
+import type { Executor } from '../store/db.js';
+import type { Alarm, AlarmSource, AlarmStatus, Page } from '../types.js';
 
 export interface Quotas {
   /** Active alarms one owner may have; 0 = unlimited. */
