@@ -63,8 +63,8 @@ const WARMUP = 20;
 // Puts the due alarm back as it was before its claim: unclaimed, with no wake.
 const resetClaim = sql(
   'bench_reset_claim',
-  `WITH a AS (UPDATE alarms SET claimed_at = NULL, lease_token = NULL, wake_id = NULL WHERE id = $1 RETURNING id)
-   DELETE FROM wakes WHERE alarm_id = (SELECT id FROM a)`,
+  `WITH a AS (UPDATE chronos.alarms SET claimed_at = NULL, lease_token = NULL, wake_id = NULL WHERE id = $1 RETURNING id)
+   DELETE FROM chronos.wakes WHERE alarm_id = (SELECT id FROM a)`,
 );
 const tick = sql('bench_tick', 'UPDATE bench_tick SET n = n + 1 WHERE id = 1');
 
@@ -105,7 +105,7 @@ async function sampleClaims(
   for (let i = 0; i < iterations + WARMUP; i++) {
     await db.query(resetClaim, [dueId]);
     let started = performance.now();
-    const claims = await alarmsClaimDue(db, batch, LEASE_MS);
+    const claims = await alarmsClaimDue(db, 'default', batch, LEASE_MS);
     const tookClaim = performance.now() - started;
     if (claims.length !== 1 || claims[0]!.alarm.id !== dueId) {
       throw new Error(`claim: expected the one due alarm ${dueId}, got ${claims.length} rows`);
@@ -133,11 +133,11 @@ function claimTimes(samples: Samples): ClaimTimes {
 async function sampleIdle(db: Db, batch: number, iterations: number, into: Samples): Promise<void> {
   for (let i = 0; i < iterations + WARMUP; i++) {
     let started = performance.now();
-    const claims = await alarmsClaimDue(db, batch, LEASE_MS);
+    const claims = await alarmsClaimDue(db, 'default', batch, LEASE_MS);
     const tookIdle = performance.now() - started;
     if (claims.length !== 0) throw new Error(`idle claim: expected nothing due, got ${claims.length}`);
     started = performance.now();
-    await alarmsNextDueMs(db);
+    await alarmsNextDueMs(db, 'default');
     const tookNext = performance.now() - started;
     if (i >= WARMUP) {
       into.claim.push(tookIdle);
@@ -246,16 +246,16 @@ async function loadDepth(bench: BenchDatabase, count: number, keyPrefix: string)
  */
 async function measureChurn(bench: BenchDatabase, iterations: number, batch: number, dueId: string) {
   await loadDueAlarms(bench.db, CHURN, 'churn-', 600_000);
-  await bench.db.exec(`ANALYZE alarms`);
+  await bench.db.exec(`ANALYZE chronos.alarms`);
   await bench.db.exec(
-    `UPDATE alarms SET status = 'fired', last_fired_at = now(), updated_at = now()
+    `UPDATE chronos.alarms SET status = 'fired', last_fired_at = now(), updated_at = now()
      WHERE idempotency_key LIKE 'churn-%'`,
   );
   const timed = openTimed(bench);
   try {
     await timed.db.query(resetClaim, [dueId]);
     let started = performance.now();
-    await alarmsClaimDue(timed.db, batch, LEASE_MS);
+    await alarmsClaimDue(timed.db, 'default', batch, LEASE_MS);
     const firstClaimMs = performance.now() - started;
     const before = emptySamples();
     await sampleClaims(timed.db, dueId, batch, iterations, before);
@@ -264,7 +264,7 @@ async function measureChurn(bench: BenchDatabase, iterations: number, batch: num
       text ? (await explainClaim(bench.url!, text, batch, Math.min(iterations, 500))).serverExecution : null;
     const serverBeforeVacuum = await server();
     started = performance.now();
-    await bench.db.exec('VACUUM alarms');
+    await bench.db.exec('VACUUM chronos.alarms');
     const vacuumMs = performance.now() - started;
     const serverAfterVacuum = await server();
     const after = emptySamples();
@@ -286,10 +286,10 @@ async function measureChurn(bench: BenchDatabase, iterations: number, batch: num
 /** 1M rows of history in `wakes` (the claim checks for the alarm's wake and opens one). */
 async function measureWakes(bench: BenchDatabase, iterations: number, batch: number, dueId: string) {
   await bench.db.exec(
-    `INSERT INTO wakes (id, alarm_id, owner_did, user_id, status, scheduled_for, fired_at, delivered_at, attempts)
+    `INSERT INTO chronos.wakes (id, alarm_id, owner_did, user_id, status, scheduled_for, fired_at, delivered_at, attempts)
      SELECT gen_random_uuid(), id, owner_did, user_id, 'delivered', next_fire_at, now(), now(), 1
-     FROM alarms WHERE status = 'active' AND id <> '${dueId}' LIMIT ${WAKES};
-     ANALYZE wakes`,
+     FROM chronos.alarms WHERE status = 'active' AND id <> '${dueId}' LIMIT ${WAKES};
+     ANALYZE chronos.wakes`,
   );
   if (bench.kind === 'postgres') await bench.db.exec('CHECKPOINT');
   const timed = openTimed(bench);
@@ -365,7 +365,7 @@ async function runPostgres(iterations: number, rounds: number) {
         }
       }
       // Idle: each due alarm's lease held by its own claim, so nothing is due.
-      for (const t of timed) await alarmsClaimDue(t.generic.db, batch, LEASE_MS);
+      for (const t of timed) await alarmsClaimDue(t.generic.db, 'default', batch, LEASE_MS);
       for (let round = 0; round < rounds; round++) {
         for (const t of timed) await sampleIdle(t.plain.db, batch, perBlock, t.store.idle);
       }
@@ -452,7 +452,7 @@ async function runPglite(iterations: number) {
       const claims = emptySamples();
       await sampleClaims(bench.db, dueId, batch, n, claims);
       const idle = emptySamples();
-      await alarmsClaimDue(bench.db, batch, LEASE_MS);
+      await alarmsClaimDue(bench.db, 'default', batch, LEASE_MS);
       await sampleIdle(bench.db, batch, n, idle);
       await bench.db.query(resetClaim, [dueId]);
       const result: DepthResult = {

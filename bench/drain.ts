@@ -49,9 +49,9 @@ interface Run {
 
 const counts = sql(
   'bench_drain_counts',
-  `SELECT count(*) FILTER (WHERE status = 'fired')::int AS fired, count(*)::int AS total FROM alarms`,
+  `SELECT count(*) FILTER (WHERE status = 'fired')::int AS fired, count(*)::int AS total FROM chronos.alarms`,
 );
-const wipe = `TRUNCATE alarms, wakes, wake_attempts`;
+const wipe = `TRUNCATE chronos.alarms, wakes, wake_attempts`;
 
 async function openChronos(bench: BenchDatabase): Promise<Chronos> {
   return bench.kind === 'postgres'
@@ -91,7 +91,7 @@ async function drainOnce(
   try {
     await delivered;
     for (;;) {
-      const [row] = await chronos.db.query<{ fired: number; total: number }>(counts);
+      const [row] = await bench.db.query<{ fired: number; total: number }>(counts);
       if (row!.fired === count) {
         recordedAt = performance.now();
         break;

@@ -71,8 +71,9 @@ const dueInstants = (count: number, spreadMs: number, startMs: number) =>
 // Bulk: the alarms due at the given instants (ms since epoch), keys `late-<n>`.
 const insertAt = sql(
   'bench_insert_at',
-  `INSERT INTO alarms (owner_did, user_id, kind, fire_at, next_fire_at, scheduled_for, idempotency_key, source)
-   SELECT '${OWNER}', '${USER_ID}', 'once', t, t, t, 'late-' || n, 'library'
+  `INSERT INTO chronos.alarms (owner_did, user_id, kind, fire_at, next_fire_at, scheduled_for, idempotency_key, source,
+     queue)
+   SELECT '${OWNER}', '${USER_ID}', 'once', t, t, t, 'late-' || n, 'library', 'default'
    FROM unnest($1::float8[]) WITH ORDINALITY AS u(ms, n), LATERAL (SELECT timestamptz 'epoch' + ms * interval '1 millisecond') AS d(t)`,
 );
 
@@ -80,17 +81,17 @@ const fromWakes = sql(
   'bench_lateness_wakes',
   `SELECT extract(epoch FROM (w.fired_at - w.scheduled_for)) * 1000 AS claimed_ms,
      extract(epoch FROM (w.delivered_at - w.scheduled_for)) * 1000 AS delivered_ms
-   FROM wakes w JOIN alarms a ON a.id = w.alarm_id WHERE a.status = 'fired'`,
+   FROM chronos.wakes w JOIN chronos.alarms a ON a.id = w.alarm_id WHERE a.status = 'fired'`,
 );
 const earlyInDb = sql(
   'bench_lateness_early',
-  `SELECT count(*)::int AS early FROM wakes WHERE fired_at < scheduled_for`,
+  `SELECT count(*)::int AS early FROM chronos.wakes WHERE fired_at < scheduled_for`,
 );
 const firedCount = sql(
   'bench_lateness_fired',
-  `SELECT count(*)::int AS n FROM alarms WHERE status = 'fired'`,
+  `SELECT count(*)::int AS n FROM chronos.alarms WHERE status = 'fired'`,
 );
-const wipe = 'TRUNCATE alarms, wakes, wake_attempts';
+const wipe = 'TRUNCATE chronos.alarms, wakes, wake_attempts';
 
 async function openChronos(bench: BenchDatabase): Promise<Chronos> {
   return bench.kind === 'postgres'
@@ -109,7 +110,7 @@ async function runVariant(
   const worker = await openChronos(bench);
   // The application's own connection (PGlite has one: the same instance).
   const app = await openChronos(bench);
-  const clock = await clockOffsetMs(worker.db);
+  const clock = await clockOffsetMs(bench.db);
   const dbNow = () => performance.timeOrigin + performance.now() + clock.offsetMs;
 
   const observed: Observed[] = [];
@@ -160,13 +161,13 @@ async function runVariant(
   const outcome = await Promise.race([done.then(() => 'done' as const), timeout]);
   // Then until every fire is recorded.
   for (let i = 0; i < 2_000; i++) {
-    const [row] = await worker.db.query<{ n: number }>(firedCount);
+    const [row] = await bench.db.query<{ n: number }>(firedCount);
     if (row!.n >= observed.length) break;
     await sleep(5);
   }
   await stop();
-  const wakes = await worker.db.query<{ claimed_ms: number; delivered_ms: number }>(fromWakes);
-  const [earlyRow] = await worker.db.query<{ early: number }>(earlyInDb);
+  const wakes = await bench.db.query<{ claimed_ms: number; delivered_ms: number }>(fromWakes);
+  const [earlyRow] = await bench.db.query<{ early: number }>(earlyInDb);
   await app.close();
   await worker.close();
   if (outcome === 'timeout') throw new Error(`${variant}: only ${observed.length} of ${count} fired in time`);

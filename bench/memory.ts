@@ -27,6 +27,7 @@ import {
   numberArg,
   OWNER,
   sleep,
+  storeOf,
   USER_ID,
   writeResult,
   waitForQuiet,
@@ -54,12 +55,16 @@ interface WorkerReport {
 // The worker's share of work: `$1` alarms due over the `$2` ms after `$3` seconds from now.
 const loadActive = sql(
   'bench_memory_active',
-  `INSERT INTO alarms (owner_did, user_id, kind, fire_at, next_fire_at, scheduled_for, idempotency_key, source)
-   SELECT '${OWNER}', '${USER_ID}', 'once', t, t, t, 'active-' || i, 'library'
+  `INSERT INTO chronos.alarms (owner_did, user_id, kind, fire_at, next_fire_at, scheduled_for, idempotency_key, source,
+     queue)
+   SELECT '${OWNER}', '${USER_ID}', 'once', t, t, t, 'active-' || i, 'library', 'default'
    FROM (SELECT i, now() + $3::int * interval '1 second' + random() * $2::int * interval '1 millisecond' AS t
          FROM generate_series(1, $1::int) AS i) AS due`,
 );
-const fired = sql('bench_memory_fired', `SELECT count(*)::int AS n FROM alarms WHERE status = 'fired'`);
+const fired = sql(
+  'bench_memory_fired',
+  `SELECT count(*)::int AS n FROM chronos.alarms WHERE status = 'fired'`,
+);
 
 /** The worker process: fire the active alarms, then report memory after GC. */
 async function worker(target: string): Promise<void> {
@@ -69,6 +74,7 @@ async function worker(target: string): Promise<void> {
   const chronos = await createChronos(
     target.startsWith('postgres') ? { databaseUrl: target } : { dataDir: target },
   );
+  const store = storeOf(chronos, target.startsWith('postgres') ? target : null);
   let count = 0;
   let all: () => void = () => {};
   const done = new Promise<void>((resolve) => (all = resolve));
@@ -77,7 +83,7 @@ async function worker(target: string): Promise<void> {
   });
   await Promise.race([done, deadline(ACTIVE_SPREAD_MS + 60_000)]);
   for (let i = 0; i < 400; i++) {
-    const [row] = await chronos.db.query<{ n: number }>(fired);
+    const [row] = await store.query<{ n: number }>(fired);
     if (row!.n >= ACTIVE) break;
     await sleep(10);
   }
@@ -98,6 +104,7 @@ async function worker(target: string): Promise<void> {
     seconds: (performance.now() - started) / 1000,
   };
   await w.stop();
+  if (!chronos.pglite) await store.close();
   await chronos.close();
   process.stdout.write(`${JSON.stringify(report)}\n`);
 }
@@ -122,7 +129,7 @@ async function measure(bench: BenchDatabase, runs: number): Promise<WorkerReport
   const reports: WorkerReport[] = [];
   for (let i = 0; i < runs; i++) {
     await bench.db.exec(
-      `DELETE FROM wake_attempts; DELETE FROM wakes; DELETE FROM alarms WHERE idempotency_key LIKE 'active-%'`,
+      `DELETE FROM chronos.wake_attempts; DELETE FROM chronos.wakes; DELETE FROM chronos.alarms WHERE idempotency_key LIKE 'active-%'`,
     );
     // Due 3 s from now: the worker process takes a moment to start.
     await bench.db.query(loadActive, [ACTIVE, ACTIVE_SPREAD_MS, 3]);

@@ -38,11 +38,14 @@ const COUNTS = (
   .split(',')
   .map(Number);
 
-const truncate = sql('bench_scale_truncate', 'TRUNCATE alarms, wakes, wake_attempts');
-const fired = sql('bench_scale_fired', `SELECT count(*)::int AS n FROM alarms WHERE status = 'fired'`);
+const truncate = sql('bench_scale_truncate', 'TRUNCATE chronos.alarms, wakes, wake_attempts');
+const fired = sql(
+  'bench_scale_fired',
+  `SELECT count(*)::int AS n FROM chronos.alarms WHERE status = 'fired'`,
+);
 const dueAt = sql(
   'bench_scale_due_at',
-  `SELECT extract(epoch FROM min(scheduled_for))::float8 * 1000 AS ms FROM alarms`,
+  `SELECT extract(epoch FROM min(scheduled_for))::float8 * 1000 AS ms FROM chronos.alarms`,
 );
 
 interface Run {

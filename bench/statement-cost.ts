@@ -14,7 +14,7 @@
  * that variant's own database, e.g.
  *
  *   npx tsx bench/statement-cost.ts --batch=200 --iterations=40 \
- *     --variants='{"as is":"","no attempt FK":"ALTER TABLE wake_attempts DROP CONSTRAINT wake_attempts_wake_id_fkey"}'
+ *     --variants='{"as is":"","no attempt FK":"ALTER TABLE chronos.wake_attempts DROP CONSTRAINT wake_attempts_wake_id_fkey"}'
  *
  * The first five iterations warm up (custom plans, then the generic plan) and are not counted.
  */
@@ -41,7 +41,7 @@ const backendPid = sql('bench_backend_pid', 'SELECT pg_backend_pid() AS pid');
 const selectOne = sql('bench_select_one', 'SELECT 1');
 const updateOne = sql(
   'bench_update_one',
-  `UPDATE alarms SET label = 'touched' WHERE id = (SELECT id FROM alarms ORDER BY id LIMIT 1)`,
+  `UPDATE chronos.alarms SET label = 'touched' WHERE id = (SELECT id FROM chronos.alarms ORDER BY id LIMIT 1)`,
 );
 
 interface Variant {
@@ -83,7 +83,7 @@ async function iterate(v: Variant, i: number): Promise<void> {
   samples.load.push((await timed(v, () => loadDueAlarms(v.db, BATCH, `cost-${i}-`))) / BATCH);
   let claims: Awaited<ReturnType<typeof alarmsClaimDue>> = [];
   samples.claim.push(
-    (await timed(v, async () => (claims = await alarmsClaimDue(v.db, BATCH, 30_000)))) / BATCH,
+    (await timed(v, async () => (claims = await alarmsClaimDue(v.db, 'default', BATCH, 30_000)))) / BATCH,
   );
   if (claims.length !== BATCH) throw new Error(`${v.name}: claimed ${claims.length} of ${BATCH}`);
   const now = new Date();

@@ -14,9 +14,19 @@ import { cpus, freemem, loadavg, totalmem, tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { PgDb, sql, type BackendKind, type Db } from '../src/store/db.js';
+import type { PGlite } from '@electric-sql/pglite';
+import { LiteDb, PgDb, sql, type BackendKind, type Db } from '../src/store/db.js';
 import { openEmbedded } from '../src/store/embedded.js';
 import { migrate } from '../src/store/migrate.js';
+
+/**
+ * Statements on the store a library instance opened, for a benchmark's own counts: its PGlite
+ * (one connection, shared), or a connection of its own to the PostgreSQL at `url`.
+ */
+export function storeOf(chronos: { pglite: PGlite | null }, url: string | null): Db {
+  if (chronos.pglite) return new LiteDb(chronos.pglite);
+  return PgDb.connect(url!, 1);
+}
 
 /** The server the benchmarks create their databases on (any database there, for admin). */
 export const ADMIN_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://root@127.0.0.1:5432/postgres';
@@ -123,9 +133,9 @@ export function createBench(kind: BackendKind, label: string): Promise<BenchData
 // keys are `$4` followed by the row number, so several loads can share a table.
 const loadWaiting = sql(
   'bench_load_waiting',
-  `INSERT INTO alarms (owner_did, user_id, kind, fire_at, next_fire_at, scheduled_for, idempotency_key,
-     payload, source)
-   SELECT '${OWNER}', '${USER_ID}', 'once', t, t, t, $4::text || i, '{"bench":true}'::jsonb, 'library'
+  `INSERT INTO chronos.alarms (owner_did, user_id, kind, fire_at, next_fire_at, scheduled_for, idempotency_key,
+     payload, source, queue)
+   SELECT '${OWNER}', '${USER_ID}', 'once', t, t, t, $4::text || i, '{"bench":true}'::jsonb, 'library', 'default'
    FROM generate_series(1, $1::int) AS i,
      LATERAL (SELECT now() + $2::int * interval '1 second' + i * $3::int * interval '1 millisecond') AS d(t)`,
 );
@@ -147,9 +157,9 @@ export async function loadWaitingAlarms(
 // `$1` once-alarms due now (or `$2` ms ago), keys `$3` followed by the row number.
 const loadDue = sql(
   'bench_load_due',
-  `INSERT INTO alarms (owner_did, user_id, kind, fire_at, next_fire_at, scheduled_for, idempotency_key,
-     payload, source)
-   SELECT '${OWNER}', '${USER_ID}', 'once', t, t, t, $3::text || i, '{"bench":true}'::jsonb, 'library'
+  `INSERT INTO chronos.alarms (owner_did, user_id, kind, fire_at, next_fire_at, scheduled_for, idempotency_key,
+     payload, source, queue)
+   SELECT '${OWNER}', '${USER_ID}', 'once', t, t, t, $3::text || i, '{"bench":true}'::jsonb, 'library', 'default'
    FROM generate_series(1, $1::int) AS i,
      LATERAL (SELECT now() - $2::int * interval '1 millisecond') AS d(t)
    RETURNING id::text AS id`,

@@ -65,11 +65,11 @@ const SECRET = `whsec_${randomBytes(32).toString('base64')}`;
 const loadDueAt = sql(
   'bench_webhook_due_at',
   `WITH ins AS (
-     INSERT INTO alarms (owner_did, user_id, kind, fire_at, next_fire_at, scheduled_for, idempotency_key,
-       label, conversation_id, wake_message, payload, source)
+     INSERT INTO chronos.alarms (owner_did, user_id, kind, fire_at, next_fire_at, scheduled_for, idempotency_key,
+       label, conversation_id, wake_message, payload, source, queue)
      SELECT '${OWNER}', '${USER_ID}', 'once', t, t, t, $3::text || i, 'bench wake', 'conv-' || i,
        'Wake up: the build you asked me to watch should be done by now.',
-       '{"task": "check-build", "build": 12345678901234567890, "attempt": 1}'::jsonb, 'library'
+       '{"task": "check-build", "build": 12345678901234567890, "attempt": 1}'::jsonb, 'library', 'router'
      FROM generate_series(1, $1::int) AS i,
        LATERAL (SELECT now() + $2::int * interval '1 millisecond') AS d(t)
      RETURNING next_fire_at)
@@ -78,7 +78,7 @@ const loadDueAt = sql(
 const firedCount = sql(
   'bench_webhook_fired',
   `SELECT count(*) FILTER (WHERE status = 'fired')::int AS fired,
-     count(*) FILTER (WHERE status <> 'fired')::int AS other FROM alarms WHERE idempotency_key LIKE $1`,
+     count(*) FILTER (WHERE status <> 'fired')::int AS other FROM chronos.alarms WHERE idempotency_key LIKE $1`,
 );
 
 async function delivered(metrics: Metrics): Promise<number> {
@@ -219,6 +219,7 @@ async function main(): Promise<void> {
   const receiver = NOOP ? noop : webhook;
   const timed = timedDb(bench.db);
   const dispatcher = new Dispatcher({
+    queue: 'router',
     db: timed.db,
     receiver,
     metrics,

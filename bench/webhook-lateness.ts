@@ -45,21 +45,21 @@ const SECRET = `whsec_${randomBytes(32).toString('base64')}`;
 // `$1` once-alarms due at random instants in [now + $2 ms, now + $2 + $3 ms).
 const loadRandom = sql(
   'bench_webhook_random_due',
-  `INSERT INTO alarms (owner_did, user_id, kind, fire_at, next_fire_at, scheduled_for, idempotency_key,
-     label, wake_message, payload, source)
+  `INSERT INTO chronos.alarms (owner_did, user_id, kind, fire_at, next_fire_at, scheduled_for, idempotency_key,
+     label, wake_message, payload, source, queue)
    SELECT '${OWNER}', '${USER_ID}', 'once', t, t, t, $4::text || i, 'bench wake', 'Wake up.',
-     '{"task": "check-build", "build": 12345678901234567890}'::jsonb, 'library'
+     '{"task": "check-build", "build": 12345678901234567890}'::jsonb, 'library', 'router'
    FROM (SELECT i, now() + ($2::int + random() * $3::int) * interval '1 millisecond' AS t
          FROM generate_series(1, $1::int) AS i) AS d`,
 );
 const latenessOf = sql(
   'bench_webhook_lateness_of',
-  `SELECT w.lateness_ms FROM wakes w JOIN alarms a ON a.id = w.alarm_id
+  `SELECT w.lateness_ms FROM chronos.wakes w JOIN chronos.alarms a ON a.id = w.alarm_id
    WHERE a.idempotency_key LIKE $1 AND w.status = 'delivered'`,
 );
 const pending = sql(
   'bench_webhook_pending',
-  `SELECT count(*)::int AS n FROM alarms WHERE idempotency_key LIKE $1 AND status = 'active'`,
+  `SELECT count(*)::int AS n FROM chronos.alarms WHERE idempotency_key LIKE $1 AND status = 'active'`,
 );
 
 interface Run {
@@ -83,6 +83,7 @@ async function main(): Promise<void> {
     metrics,
   });
   const dispatcher = new Dispatcher({
+    queue: 'router',
     db: bench.db,
     receiver,
     metrics,

@@ -80,6 +80,7 @@ export function timedDb(db: Db): { db: Db; times: StatementTimes; reset(): void 
   };
   const wrapped: Db = {
     kind: db.kind,
+    schema: db.schema,
     query: <T = Row>(statement: Statement, values?: readonly unknown[]) =>
       time(statement.name, () => db.query<T>(statement, values)),
     exec: (script: string) => db.exec(script),

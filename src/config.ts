@@ -5,10 +5,13 @@
  */
 import { ChronosError, describeValue, type FieldError } from './errors.js';
 import { parseDuration } from './schedule/duration.js';
+import { DEFAULT_SCHEMA, schemaName } from './store/db.js';
 
 export interface Config {
   /** PostgreSQL; when absent, the embedded store in `dataDir`. */
   databaseUrl: string | undefined;
+  /** The PostgreSQL schema Chronos's tables live in (`CHRONOS_SCHEMA`, default `chronos`). */
+  schema: string;
   dataDir: string;
   port: number;
   host: string;
@@ -103,6 +106,15 @@ export function loadConfig(env: Env = process.env): Config {
       return 0;
     }
   };
+  const schema = () => {
+    const raw = text('CHRONOS_SCHEMA') ?? DEFAULT_SCHEMA;
+    try {
+      return schemaName(raw, 'CHRONOS_SCHEMA');
+    } catch (error) {
+      errors.push(...(error as ChronosError).errors);
+      return DEFAULT_SCHEMA;
+    }
+  };
   const secrets = (text('CHRONOS_WEBHOOK_SECRET') ?? '').split(/[\s,]+/).filter(Boolean);
   for (const secret of secrets) {
     const body = secret.startsWith('whsec_') ? secret.slice(6) : '';
@@ -117,6 +129,7 @@ export function loadConfig(env: Env = process.env): Config {
 
   const config: Config = {
     databaseUrl: text('DATABASE_URL'),
+    schema: schema(),
     dataDir: text('CHRONOS_DATA_DIR') ?? './.chronos',
     port: integer('PORT', 8080, 0, 65_535),
     host: text('HOST') ?? '0.0.0.0',

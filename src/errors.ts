@@ -48,8 +48,14 @@ export class ChronosError extends Error {
   }
 }
 
+/** A received value already put in words (`71691 bytes`): shown as it is, unquoted. */
+export class Described {
+  constructor(readonly text: string) {}
+}
+
 /** Renders a received value for an error message: short, quoted when a string. */
 export function describeValue(value: unknown): string {
+  if (value instanceof Described) return value.text;
   if (value === undefined) return 'nothing';
   if (value === null) return 'null';
   if (typeof value === 'string') {
@@ -74,6 +80,25 @@ export function invalidInput(path: string, expected: string, got: unknown, hint?
 export function invalidFields(errors: FieldError[]): ChronosError {
   const message = errors.map((e) => e.message).join('; ');
   return new ChronosError('invalid_input', message, { errors });
+}
+
+/**
+ * An `invalid_input` error with its fields renamed by `rename` (a core path such as `inSeconds`
+ * or `3.cron` to the caller's `in_seconds` or `alarms.3.cron`); a message that starts with the
+ * old path starts with the new one. Any other error is returned as it is.
+ */
+export function renameFieldErrors(error: unknown, rename: (path: string) => string): unknown {
+  if (!(error instanceof ChronosError) || error.code !== 'invalid_input') return error;
+  return invalidFields(
+    error.errors.map(({ path, message }) => {
+      const to = rename(path);
+      const lead = path || 'body';
+      return {
+        path: to,
+        message: message.startsWith(`${lead}:`) ? `${to || 'body'}${message.slice(lead.length)}` : message,
+      };
+    }),
+  );
 }
 
 export function notFound(what: string): ChronosError {

@@ -63,6 +63,21 @@ export function rawMember(text: string, key: string): string | undefined {
   return found;
 }
 
+/** The raw texts of the elements of the top-level array in `text` (empty when it is not one). */
+export function rawElements(text: string): string[] {
+  let i = skipSpace(text, 0);
+  if (text[i] !== '[') return [];
+  i = skipSpace(text, i + 1);
+  const out: string[] = [];
+  while (i < text.length && text[i] !== ']') {
+    const end = skipValue(text, i);
+    out.push(text.slice(i, end));
+    i = skipSpace(text, end);
+    if (text[i] === ',') i = skipSpace(text, i + 1);
+  }
+  return out;
+}
+
 function skipSpace(text: string, i: number): number {
   while (i < text.length && (text[i] === ' ' || text[i] === '\n' || text[i] === '\r' || text[i] === '\t'))
     i++;

@@ -1,25 +1,36 @@
 /**
- * The TypeScript library (contract §9): timers written in the caller's own transaction.
+ * The TypeScript library (contract §9): timers written in the caller's own transaction, over
+ * the same service as `chronos serve`.
  *
- * `schedule(tx, spec)` inserts the timer on `tx`, so it commits with the caller's state change
- * or not at all (I6). `work(handler)` runs a dispatcher that calls `handler` for each due timer,
- * at least once; deduplicate on `fire.wakeId` (or on `key` for one-shot timers).
+ * `schedule(tx, spec)` and `scheduleMany(tx, specs)` insert on `tx` (one statement either way),
+ * so the timers commit with the caller's state change or not at all (I6). `work(handler)` runs a
+ * dispatcher of one queue (§4a) that calls `handler` for each due timer, at least once;
+ * deduplicate on `fire.wakeId` (or on `key` for one-shot timers). A refused spec throws a
+ * `ChronosError` whose `errors[].path` names the field as the caller wrote it (`inSeconds`,
+ * `specs.3.at`), unknown keys included.
  */
-import pg from 'pg';
+import type pg from 'pg';
 import type { PGlite } from '@electric-sql/pglite';
-import { AlarmService } from './core/alarm-service.js';
-import { systemClock, type Clock } from './clock.js';
-import { invalidInput } from './errors.js';
+import { z } from 'zod';
+import type { Clock } from './clock.js';
+import { loadConfig } from './config.js';
+import {
+  QUEUE_NAME,
+  SCHEDULE_FIELDS,
+  SPEC_RULES,
+  type AlarmSpec,
+  type SpecField,
+} from './core/alarm-spec.js';
+import { LIBRARY_OWNER, OWNER_EXPECTED, parseOwner, type Owner } from './core/owner.js';
+import { isStorable } from './core/text.js';
+import { ChronosError, invalidFields, invalidInput, renameFieldErrors, type FieldError } from './errors.js';
 import { silentLogger, type Logger } from './logger.js';
-import { LIBRARY_OWNER, parseOwner } from './core/owner.js';
-import { Dispatcher } from './dispatch/dispatcher.js';
 import { HandlerReceiver, type TimerHandler } from './receivers/handler.js';
-import { alarmsGetByKey } from './store/alarms.js';
-import { DbClock } from './store/db-clock.js';
-import { executorOf, LiteDb, PgDb, type Db, type Executor } from './store/db.js';
-import { openEmbedded } from './store/embedded.js';
-import { migrate } from './store/migrate.js';
-import type { Alarm } from './types.js';
+import { LogReceiver } from './receivers/log.js';
+import { ChronosService, type Transaction } from './service.js';
+import { DEFAULT_QUEUE, type Alarm } from './types.js';
+import { formErrors, type Form } from './wire/fields.js';
+import { SPEC_ALIASES, toSpec } from './wire/alarm-input.js';
 
 export interface ChronosOptions {
   /** A PostgreSQL connection string. */
@@ -30,6 +41,8 @@ export interface ChronosOptions {
   dataDir?: string;
   /** Or a PGlite instance of your own (Chronos does not close it). */
   pglite?: PGlite;
+  /** The PostgreSQL schema of Chronos's tables (default `chronos`). */
+  schema?: string;
   clock?: Clock;
   logger?: Logger;
   /** The fallback poll of `work()`, and the horizon within which new timers wake it at once. */
@@ -46,13 +59,22 @@ export interface TimerSpec {
   payload?: Record<string, unknown>;
   /** Default `did:matrix:00000000-0000-0000-0000-000000000000:lib`. */
   owner?: string;
+  /** Who delivers it (default `default`): a `work()` of this queue; `router` for `chronos serve`. */
+  queue?: string;
   label?: string;
   maxFailures?: number;
+  /** For a wake the service delivers (`queue: 'router'`): the agent's message and conversation. */
+  wakeMessage?: string;
+  conversationId?: string;
+  /** Only for `queue: 'router'` (default false). */
+  requireAck?: boolean;
 }
 
-export type RescheduleSpec = Omit<TimerSpec, 'key'>;
+export type RescheduleSpec = Omit<TimerSpec, 'key' | 'queue'>;
 
 export interface WorkOptions {
+  /** The queue whose timers this worker runs (default `default`). */
+  queue?: string;
   concurrency?: number;
   batchSize?: number;
   leaseMs?: number;
@@ -70,6 +92,8 @@ export interface Worker {
 export interface Chronos {
   migrate(): Promise<string[]>;
   schedule(tx: unknown, spec: TimerSpec): Promise<Alarm>;
+  /** Many timers in one statement on `tx`, in order, all or nothing. */
+  scheduleMany(tx: unknown, specs: readonly TimerSpec[]): Promise<Alarm[]>;
   cancel(tx: unknown, key: string, owner?: string): Promise<Alarm>;
   reschedule(tx: unknown, key: string, spec: RescheduleSpec): Promise<Alarm>;
   /** The timer with this key, or null. */
@@ -78,56 +102,153 @@ export interface Chronos {
   close(): Promise<void>;
   /** The embedded store, for your own transactions on it (when Chronos opened one). */
   readonly pglite: PGlite | null;
-  readonly db: Db;
 }
 
+type LibraryField = SpecField | 'owner';
+
+const KEY_EXPECTED =
+  'a non-empty string of at most 200 characters naming the timer, e.g. "invoice:42:expire"';
+
+/** The library's names: the core's, but `key` for the idempotency key, and an `owner`. */
+const timerForm: Form<LibraryField> = {
+  names: {
+    idempotencyKey: 'key',
+    at: 'at',
+    inSeconds: 'inSeconds',
+    cron: 'cron',
+    timezone: 'timezone',
+    payload: 'payload',
+    owner: 'owner',
+    queue: 'queue',
+    label: 'label',
+    maxFailures: 'maxFailures',
+    wakeMessage: 'wakeMessage',
+    conversationId: 'conversationId',
+    requireAck: 'requireAck',
+  },
+  rules: {
+    ...SPEC_RULES,
+    idempotencyKey: {
+      schema: z.string().min(1).max(200).refine(isStorable, { message: 'storable' }),
+      expected: KEY_EXPECTED,
+    },
+    queue: { schema: z.string().regex(QUEUE_NAME), expected: SPEC_RULES.queue.expected },
+    owner: { schema: z.string(), expected: OWNER_EXPECTED },
+  },
+  aliases: { ...SPEC_ALIASES, idempotencykey: 'idempotencyKey', name: 'idempotencyKey' },
+};
+
+const { idempotencyKey: _key, queue: _queue, ...changeNames } = timerForm.names;
+const changeForm: Form<Exclude<LibraryField, 'idempotencyKey' | 'queue'>> = {
+  names: changeNames,
+  rules: timerForm.rules,
+  aliases: SPEC_ALIASES,
+};
+
+/** A core path in the library's names, under `prefix` (`specs.3`). */
+const libraryPath = (prefix: string) => (path: string) => {
+  const [head, ...rest] = path.split('.');
+  const index = head !== undefined && /^\d+$/.test(head) ? head : undefined;
+  const field = index === undefined ? head : rest.shift();
+  const named =
+    field !== undefined && Object.hasOwn(timerForm.names, field)
+      ? timerForm.names[field as LibraryField]
+      : field;
+  return [prefix, index, named, ...rest].filter((s) => s !== undefined && s !== '').join('.');
+};
+
 export async function createChronos(options: ChronosOptions): Promise<Chronos> {
-  const db = await openDb(options);
-  const clock = options.clock ?? systemClock;
-  const logger = options.logger ?? silentLogger;
+  const stores = ['databaseUrl', 'pool', 'dataDir', 'pglite'].filter(
+    (k) => options[k as keyof ChronosOptions] !== undefined,
+  );
+  if (stores.length !== 1) {
+    throw invalidInput(
+      'options',
+      'exactly one of databaseUrl, pool, dataDir or pglite',
+      stores.length === 0 ? undefined : `${stores.join(' and ')}`,
+    );
+  }
   const pollIntervalMs = options.pollIntervalMs ?? 1_000;
-  const service = new AlarmService({
-    db,
-    dbClock: new DbClock(db, clock),
-    quotas: { maxActiveAlarms: 0, createRatePerMinute: 0, minCronIntervalMs: 1_000 },
-    notifyHorizonMs: pollIntervalMs,
+  const config = {
+    ...loadConfig({}),
+    databaseUrl: options.databaseUrl,
+    dataDir: options.dataDir ?? './.chronos',
+    schema: options.schema ?? 'chronos',
+    // An application's own timers: no per-owner quotas, any cron down to a second.
+    maxActiveAlarms: 0,
+    createRatePerMinute: 0,
+    minCronIntervalMs: 1_000,
+    pollIntervalMs,
+  };
+  const service = await ChronosService.open(config, {
+    pool: options.pool,
+    pglite: options.pglite,
+    clock: options.clock,
+    logger: options.logger ?? silentLogger,
+    // The library's own workers name their receivers; the router's is `chronos serve`'s.
+    receiver: new LogReceiver(silentLogger),
+    migrate: false,
   });
   const workers = new Set<Worker>();
-  const on = (tx: unknown): Executor | undefined =>
-    tx === null || tx === undefined ? undefined : executorOf(tx);
-  const ownerOf = (owner: string | undefined) => parseOwner(owner ?? LIBRARY_OWNER);
+  const on = (tx: unknown): Transaction | undefined =>
+    tx === null || tx === undefined ? undefined : service.transaction(tx);
+
+  const write = async <T>(prefix: string, run: () => Promise<T>): Promise<T> => {
+    try {
+      return await run();
+    } catch (error) {
+      throw renameFieldErrors(error, libraryPath(prefix));
+    }
+  };
 
   return {
-    db,
-    pglite: db instanceof LiteDb ? db.lite : null,
-    migrate: () => migrate(db),
+    get pglite() {
+      return service.pglite;
+    },
+    migrate: () => service.migrate(),
 
     async schedule(tx, spec) {
-      if (typeof spec?.key !== 'string' || spec.key === '') {
-        throw invalidInput('key', 'a non-empty string naming the timer, e.g. "invoice:42:expire"', spec?.key);
-      }
-      const { alarm } = await service.create(ownerOf(spec.owner), toBody(spec, true), {
-        source: 'library',
-        tx: on(tx),
-      });
-      return alarm;
+      const [item] = readTimers([spec], '');
+      return write(
+        '',
+        async () =>
+          (await service.alarms.create(item!.owner, item!.spec, { source: 'library', tx: on(tx) })).alarm,
+      );
     },
 
-    cancel: (tx, key, owner) => service.cancel(ownerOf(owner), { key }, on(tx)),
+    async scheduleMany(tx, specs) {
+      if (!Array.isArray(specs)) throw invalidInput('specs', 'an array of timer specs', specs);
+      const items = readTimers(specs, 'specs');
+      return write('specs', async () =>
+        (await service.alarms.createMany(items, { source: 'library', tx: on(tx) })).map((c) => c.alarm),
+      );
+    },
 
-    reschedule: (tx, key, spec) =>
-      service.update(ownerOf(spec.owner), { key }, toBody(spec, false), { source: 'library', tx: on(tx) }),
+    cancel: (tx, key, owner) =>
+      write('', () => service.alarms.cancel(ownerOf(owner, 'owner'), { key: keyOf(key) }, on(tx))),
 
-    get: (key, owner) => alarmsGetByKey(db, ownerOf(owner).did, key),
+    async reschedule(tx, key, spec) {
+      const { values, errors } = formErrors(spec, changeForm, {
+        noun: 'spec',
+        oneOf: { fields: SCHEDULE_FIELDS, exactly: false },
+      });
+      if (errors.length > 0) throw invalidFields(errors);
+      const { owner, ...fields } = values;
+      const target = ownerOf(owner, 'owner');
+      return write('', () =>
+        service.alarms.update(target, { key: keyOf(key) }, toSpec(fields), { source: 'library', tx: on(tx) }),
+      );
+    },
+
+    get: (key, owner) => service.alarms.getByKey(ownerOf(owner, 'owner'), keyOf(key)),
 
     work(handler, work = {}) {
-      const dispatcher = new Dispatcher({
-        db,
-        receiver: new HandlerReceiver(handler),
-        clock,
-        logger,
-        pollIntervalMs,
-        leaseMs: work.leaseMs,
+      const queue = work.queue ?? DEFAULT_QUEUE;
+      if (typeof queue !== 'string' || !QUEUE_NAME.test(queue)) {
+        throw invalidInput('queue', SPEC_RULES.queue.expected, queue);
+      }
+      const dispatcher = service.worker(queue, new HandlerReceiver(handler), {
+        leaseMs: work.leaseMs ?? config.leaseMs,
         batchSize: work.batchSize,
         concurrency: work.concurrency,
         retry: { baseMs: work.retryBaseMs ?? 1_000, maxMs: work.retryMaxMs ?? 3_600_000 },
@@ -147,28 +268,50 @@ export async function createChronos(options: ChronosOptions): Promise<Chronos> {
 
     async close() {
       await Promise.all([...workers].map((w) => w.stop()));
-      await db.close();
+      await service.close();
     },
   };
 }
 
-function toBody(spec: RescheduleSpec & { key?: string }, withKey: boolean): Record<string, unknown> {
-  const body: Record<string, unknown> = {};
-  if (withKey) body.idempotency_key = spec.key;
-  if (spec.at !== undefined) body.at = spec.at instanceof Date ? spec.at.toISOString() : spec.at;
-  if (spec.inSeconds !== undefined) body.in_seconds = spec.inSeconds;
-  if (spec.cron !== undefined) body.cron = spec.cron;
-  if (spec.timezone !== undefined) body.timezone = spec.timezone;
-  if (spec.payload !== undefined) body.payload = spec.payload;
-  if (spec.label !== undefined) body.label = spec.label;
-  if (spec.maxFailures !== undefined) body.max_failures = spec.maxFailures;
-  return body;
+/** Reads specs in the library's names; throws one `invalid_input` with every refusal. */
+function readTimers(specs: readonly unknown[], prefix: string): { owner: Owner; spec: AlarmSpec }[] {
+  const errors: FieldError[] = [];
+  const items = specs.map((input, i) => {
+    const path = prefix === '' ? '' : `${prefix}.${i}`;
+    const timer =
+      typeof input === 'object' && input !== null && (input as TimerSpec).at instanceof Date
+        ? { ...input, at: isoOrInvalid((input as { at: Date }).at) }
+        : input;
+    const read = formErrors(timer, timerForm, {
+      path,
+      noun: 'spec',
+      required: ['idempotencyKey'],
+      oneOf: { fields: SCHEDULE_FIELDS, exactly: true },
+    });
+    errors.push(...read.errors);
+    const { owner, ...fields } = read.values;
+    let parsed: Owner | null = null;
+    try {
+      parsed = ownerOf(owner, path ? `${path}.owner` : 'owner');
+    } catch (error) {
+      errors.push(...(error as ChronosError).errors);
+    }
+    return { owner: parsed!, spec: toSpec(fields) };
+  });
+  if (errors.length > 0) throw invalidFields(errors);
+  return items;
 }
 
-async function openDb(options: ChronosOptions): Promise<Db> {
-  if (options.pool) return new PgDb(options.pool, false);
-  if (options.databaseUrl) return PgDb.connect(options.databaseUrl);
-  if (options.pglite) return new LiteDb(options.pglite);
-  if (options.dataDir) return openEmbedded(options.dataDir);
-  throw invalidInput('options', 'one of databaseUrl, pool, dataDir or pglite', undefined);
+/** A Date as RFC 3339, or itself when it is not a valid one (refused by the `at` rule). */
+function isoOrInvalid(date: Date): string | Date {
+  return Number.isNaN(date.getTime()) ? date : date.toISOString();
+}
+
+function ownerOf(owner: unknown, path: string): Owner {
+  return parseOwner(owner ?? LIBRARY_OWNER, path);
+}
+
+function keyOf(key: unknown): string {
+  if (typeof key !== 'string' || key === '') throw invalidInput('key', KEY_EXPECTED, key);
+  return key;
 }

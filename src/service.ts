@@ -1,12 +1,21 @@
 /**
- * The composition root: builds the store, the loops and the shared services from a Config.
- * Surfaces (HTTP, MCP, CLI) are built on top of a ChronosService; loops never import surfaces.
+ * The composition root, for `chronos serve` and the library alike: opens the store, builds the
+ * services (alarms, wakes, keys), and the loops that deliver (a dispatcher per queue, the
+ * tracker). Doors are built on top of a ChronosService — HTTP, MCP and the CLI by `server.ts`
+ * and `cli/`, the library by `library.ts` — and none of them reaches the store but through it.
+ *
+ * - `start()` runs what `chronos serve` runs: the dispatcher of the queue `router` (wakes to the
+ *   router), the tracker, and the watch for revoked keys.
+ * - `worker(queue, receiver)` makes a dispatcher for another queue (the library's `work()`).
  */
-import { AlarmService } from './core/alarm-service.js';
+import type pg from 'pg';
+import type { PGlite } from '@electric-sql/pglite';
 import { shiftProcessClock, systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
-import { Dispatcher } from './dispatch/dispatcher.js';
+import { AlarmService } from './core/alarm-service.js';
 import { KeyService } from './core/key-service.js';
+import { WakeService } from './core/wake-service.js';
+import { Dispatcher, type DispatcherOptions } from './dispatch/dispatcher.js';
 import { createLogger, type Logger } from './logger.js';
 import { Metrics } from './metrics.js';
 import { LogReceiver } from './receivers/log.js';
@@ -15,47 +24,65 @@ import { WebhookReceiver } from './receivers/webhook.js';
 import { alarmsCountByStatus } from './store/alarms.js';
 import { DbClock } from './store/db-clock.js';
 import { deliveryRetryQueueDepth } from './store/delivery-stats.js';
-import { PgDb, type Db } from './store/db.js';
+import { executorOf, LiteDb, PgDb, schemaName, type Db, type Executor } from './store/db.js';
 import { openEmbedded, type LockInfo } from './store/embedded.js';
 import { migrate, pendingMigrations } from './store/migrate.js';
 import { serverSettingsWarning } from './store/server-settings.js';
 import { Tracker } from './tracker/tracker.js';
-import { WakeService } from './core/wake-service.js';
+import { ROUTER_QUEUE } from './types.js';
+
+/** A caller's open transaction, as the services take it (`tx` of the library's calls). */
+export type Transaction = Executor;
 
 export interface ServiceOptions {
   clock?: Clock;
   logger?: Logger;
-  /** An already open database (tests); otherwise opened from the config. */
+  /** An already open database (tests); otherwise opened from the config or the options below. */
   db?: Db;
+  /** A node-postgres pool of the application's own (not ended by close()). */
+  pool?: pg.Pool;
+  /** A PGlite instance of the application's own (not closed by close()). */
+  pglite?: PGlite;
   /** Overrides the receiver chosen from the config (tests). */
   receiver?: Receiver;
   /** Extra fields for the embedded store's lock file. */
   lock?: Partial<LockInfo>;
+  /** Apply migrations while opening (the default); the library migrates when asked. */
+  migrate?: boolean;
 }
 
 export class ChronosService {
   readonly alarms: AlarmService;
-  readonly dispatcher: Dispatcher;
   readonly metrics = new Metrics();
   readonly dbClock: DbClock;
   /** API keys: create, revoke, authenticate (HTTP and the CLI). */
   readonly keys: KeyService;
   /** Wake records: list, ack, reported replies (HTTP, MCP; the tracker hooks onAcknowledged). */
   readonly wakes: WakeService;
+  /** The dispatcher of the queue `router`: wakes to the router (contract §4a, §6). */
+  readonly dispatcher: Dispatcher;
   /** Nudges, escalations, ack receipts and retention of wakes (contract §7). */
   readonly tracker: Tracker;
-  #unwatchKeys: (() => Promise<void>) | null = null;
-  /** Where fires go: the router's webhook, or the log when no router is configured. */
+  /** Where the router's fires go: its webhook, or the log when no router is configured. */
   readonly receiver: Receiver;
+  /**
+   * The store itself, for tests and benchmarks that set rows up as a crash would leave them. No
+   * door uses it: they go through the services above.
+   */
+  readonly db: Db;
+  readonly #db: Db;
+  #unwatchKeys: (() => Promise<void>) | null = null;
   #started = false;
 
   private constructor(
     readonly config: Config,
-    readonly db: Db,
+    db: Db,
     readonly logger: Logger,
     readonly clock: Clock,
     receiver: Receiver | undefined,
   ) {
+    this.#db = db;
+    this.db = db;
     this.receiver = receiver ?? createReceiver(config, logger, clock, this.metrics);
     this.dbClock = new DbClock(db, clock);
     this.alarms = new AlarmService({
@@ -92,29 +119,25 @@ export class ChronosService {
     });
     // The receipt is owed by the row; this only makes a running tracker send it now.
     this.wakes.onAcknowledged((acked) => this.tracker.acknowledged(acked));
-    this.dispatcher = new Dispatcher({
-      db,
-      receiver: this.receiver,
-      clock,
+    this.dispatcher = this.worker(ROUTER_QUEUE, this.receiver, {
       logger: logger.child({ loop: 'dispatcher' }),
       metrics: this.metrics,
-      leaseMs: config.leaseMs,
       batchSize: config.batchSize,
       concurrency: config.concurrency,
-      pollIntervalMs: config.pollIntervalMs,
-      deliveryTimeoutMs: config.deliveryTimeoutMs,
-      retry: { baseMs: config.retryBaseMs, maxMs: config.retryMaxMs },
     });
     this.metrics.onScrape(async () => {
-      const counts = await alarmsCountByStatus(this.db);
+      const counts = await alarmsCountByStatus(this.#db);
       for (const [status, n] of Object.entries(counts)) this.metrics.alarms.set({ status }, n);
     });
     this.metrics.onScrape(async () => {
-      this.metrics.retryQueueDepth.set(await deliveryRetryQueueDepth(this.db));
+      this.metrics.retryQueueDepth.set(await deliveryRetryQueueDepth(this.#db));
     });
   }
 
-  /** Opens the database (embedded when no DATABASE_URL) and applies migrations. */
+  /**
+   * Opens the store — the options' own, `DATABASE_URL`, or the embedded store in `dataDir` —
+   * in the configured schema, and applies migrations (unless `migrate: false`).
+   */
   static async open(config: Config, options: ServiceOptions = {}): Promise<ChronosService> {
     const logger = options.logger ?? createLogger(config.logLevel);
     if (config.testClockOffsetMs !== 0) {
@@ -124,29 +147,72 @@ export class ChronosService {
         'CHRONOS_TEST_CLOCK_OFFSET is set: this process runs with its wall clock shifted (for tests only)',
       );
     }
-    const db =
-      options.db ??
-      (config.databaseUrl
-        ? PgDb.connect(config.databaseUrl, 20, {
-            // A request fails (the API answers 503) instead of hanging while the database is away.
-            connectionTimeoutMillis: config.dbConnectTimeoutMs,
-          })
-        : await openEmbedded(config.dataDir, { lock: options.lock }));
+    const schema = schemaName(config.schema, 'CHRONOS_SCHEMA');
+    const owned = !options.db && !options.pool && !options.pglite;
+    const db = options.db ?? (await openStore(config, options, schema));
     try {
-      const applied = await migrate(db);
-      if (applied.length > 0) logger.info({ applied }, 'migrations applied');
+      if (options.migrate ?? true) {
+        const applied = await migrate(db);
+        if (applied.length > 0) logger.info({ applied, schema }, 'migrations applied');
+      }
       // The embedded store runs single-user: PostgreSQL's autovacuum never runs there, and
       // PGlite plans every statement anew.
       const warning = db.kind === 'postgres' ? await serverSettingsWarning(db) : null;
       if (warning) logger.warn(warning);
       return new ChronosService(config, db, logger, options.clock ?? systemClock, options.receiver);
     } catch (error) {
-      if (!options.db) await db.close();
+      if (owned) await db.close();
       throw error;
     }
   }
 
-  /** Starts the background loops. */
+  /** Which store this is: `postgres` or `pglite`. */
+  get storeKind(): Db['kind'] {
+    return this.#db.kind;
+  }
+
+  /** The schema Chronos's tables live in. */
+  get schema(): string {
+    return this.#db.schema;
+  }
+
+  /** The embedded store's PGlite, for the application's own statements on it; null on PostgreSQL. */
+  get pglite(): PGlite | null {
+    return this.#db instanceof LiteDb ? this.#db.lite : null;
+  }
+
+  /** Applies pending migrations; returns the versions applied. */
+  migrate(): Promise<string[]> {
+    return migrate(this.#db);
+  }
+
+  /** A caller's transaction — a node-postgres client inside BEGIN, or a PGlite transaction — for the services. */
+  transaction(tx: unknown): Transaction {
+    return executorOf(tx, this.#db.schema);
+  }
+
+  /** A dispatcher of `queue`, handing each fire to `receiver`; started by its owner. */
+  worker(
+    queue: string,
+    receiver: Receiver,
+    options: Partial<Omit<DispatcherOptions, 'db' | 'queue' | 'receiver'>> = {},
+  ): Dispatcher {
+    const { config } = this;
+    return new Dispatcher({
+      db: this.#db,
+      queue,
+      receiver,
+      clock: this.clock,
+      logger: this.logger,
+      leaseMs: config.leaseMs,
+      pollIntervalMs: config.pollIntervalMs,
+      deliveryTimeoutMs: config.deliveryTimeoutMs,
+      retry: { baseMs: config.retryBaseMs, maxMs: config.retryMaxMs },
+      ...options,
+    });
+  }
+
+  /** Starts what `chronos serve` runs: the router's dispatcher, the tracker, the key watch. */
   async start(): Promise<void> {
     if (this.#started) return;
     this.#started = true;
@@ -167,18 +233,18 @@ export class ChronosService {
     this.#unwatchKeys = null;
   }
 
-  /** Stops the loops and closes the database. */
+  /** Stops the loops and closes the store (an application's own pool or PGlite is left open). */
   async close(): Promise<void> {
     await this.stop();
     if (this.receiver instanceof WebhookReceiver) await this.receiver.close();
     await this.tracker.close();
-    await this.db.close();
+    await this.#db.close();
   }
 
   /** Ready when the database answers and every migration is applied. */
   async readiness(): Promise<{ ready: boolean; reason?: string }> {
     try {
-      const pending = await pendingMigrations(this.db);
+      const pending = await pendingMigrations(this.#db);
       return pending.length === 0
         ? { ready: true }
         : { ready: false, reason: `migrations pending: ${pending.join(', ')}` };
@@ -186,6 +252,19 @@ export class ChronosService {
       return { ready: false, reason: `database unreachable: ${(error as Error).message}` };
     }
   }
+}
+
+async function openStore(config: Config, options: ServiceOptions, schema: string): Promise<Db> {
+  if (options.pool) return new PgDb(options.pool, false, schema);
+  if (options.pglite) return new LiteDb(options.pglite, undefined, schema);
+  if (config.databaseUrl) {
+    return PgDb.connect(config.databaseUrl, 20, {
+      // A request fails (the API answers 503) instead of hanging while the database is away.
+      connectionTimeoutMillis: config.dbConnectTimeoutMs,
+      schema,
+    });
+  }
+  return openEmbedded(config.dataDir, { lock: options.lock, schema });
 }
 
 function createReceiver(config: Config, logger: Logger, clock: Clock, metrics: Metrics): Receiver {

@@ -3,10 +3,18 @@
  */
 import type { RawJson } from './json.js';
 
-export type AlarmKind = 'once' | 'cron';
-export type AlarmStatus = 'active' | 'fired' | 'cancelled' | 'failed';
+export const ALARM_KINDS = ['once', 'cron'] as const;
+export type AlarmKind = (typeof ALARM_KINDS)[number];
+export const ALARM_STATUSES = ['active', 'fired', 'cancelled', 'failed'] as const;
+export type AlarmStatus = (typeof ALARM_STATUSES)[number];
 export type AlarmSource = 'api' | 'mcp' | 'library';
-export type WakeStatus = 'pending' | 'delivered' | 'acknowledged' | 'failed';
+export const WAKE_STATUSES = ['pending', 'delivered', 'acknowledged', 'failed'] as const;
+export type WakeStatus = (typeof WAKE_STATUSES)[number];
+
+/** The queue whose alarms `chronos serve` delivers to the router (contract §4a). */
+export const ROUTER_QUEUE = 'router';
+/** The queue of a library timer that names none. */
+export const DEFAULT_QUEUE = 'default';
 
 /** One row of `alarms`: one scheduled wake (I1). */
 export interface Alarm {
@@ -34,30 +42,11 @@ export interface Alarm {
   claimedAt: Date | null;
   requireAck: boolean;
   source: AlarmSource;
+  /** Who delivers it (contract §4a): `router` for `chronos serve`, another for a library `work()`. */
+  queue: string;
   createdAt: Date;
   updatedAt: Date;
   lastFiredAt: Date | null;
-}
-
-/** The JSON object named `alarm` in every answer (contract §5). */
-export interface AlarmView {
-  id: string;
-  label: string;
-  kind: AlarmKind;
-  cron_expr?: string;
-  timezone: string;
-  next_fire_at?: string;
-  conversation_id?: string;
-  wake_message: string;
-  payload: RawJson;
-  status: AlarmStatus;
-  idempotency_key?: string;
-  max_failures: number;
-  failure_count: number;
-  last_error?: string;
-  created_at: string;
-  last_fired_at?: string;
-  require_ack: boolean;
 }
 
 /** One row of `wakes`: a fire, written before anything is sent. */
@@ -82,29 +71,4 @@ export interface Wake {
   ackNote: string | null;
   ackInferred: boolean;
   createdAt: Date;
-}
-
-/** The JSON object named `wake` (contract §7). Null timestamps are shown as null. */
-export interface WakeView {
-  id: string;
-  alarm_id: string;
-  status: WakeStatus;
-  conversation_id: string;
-  scheduled_for: string;
-  fired_at: string;
-  delivered_at: string | null;
-  attempts: number;
-  fire_count: number;
-  require_ack: boolean;
-  nudged_at: string | null;
-  escalated_at: string | null;
-  acknowledged_at: string | null;
-  ack_note: string | null;
-  ack_inferred: boolean;
-}
-
-/** A page of a keyset-paginated list. */
-export interface Page<T> {
-  items: T[];
-  nextCursor: string | null;
 }

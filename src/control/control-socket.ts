@@ -26,9 +26,8 @@ import { join, resolve } from 'node:path';
 import { systemClock } from '../clock.js';
 import { ChronosError, isChronosError, type ErrorCode } from '../errors.js';
 import type { Logger } from '../logger.js';
-import type { ApiKey, KeyService } from '../core/key-service.js';
-import type { Db } from '../store/db.js';
-import { migrate } from '../store/migrate.js';
+import type { ApiKey } from '../core/key-service.js';
+import type { ChronosService } from '../service.js';
 
 // sun_path is 108 bytes on Linux, 104 on macOS.
 const MAX_SOCKET_PATH = 100;
@@ -70,7 +69,8 @@ export interface KeyStore {
 }
 
 /** The KeyStore over an open database. */
-export function localKeyStore(db: Db, keys: KeyService): KeyStore {
+export function localKeyStore(service: Pick<ChronosService, 'keys' | 'migrate'>): KeyStore {
+  const { keys } = service;
   return {
     async create(owner, label) {
       const { key, record } = await keys.create(owner, label);
@@ -81,7 +81,7 @@ export function localKeyStore(db: Db, keys: KeyService): KeyStore {
       const { key, changed } = await keys.revoke(id);
       return { key: keyView(key), changed };
     },
-    migrate: () => migrate(db),
+    migrate: () => service.migrate(),
   };
 }
 

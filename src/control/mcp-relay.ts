@@ -15,10 +15,11 @@ import type { Readable, Writable } from 'node:stream';
 import { Client } from 'undici';
 import { ChronosError, type ErrorCode } from '../errors.js';
 import type { Logger } from '../logger.js';
-import { MCP_PATH } from '../mcp/streamable.js';
 
 export interface RelayOptions {
   socketPath: string;
+  /** Where the server answers MCP on its socket (`/mcp`). */
+  path: string;
   /** The server's pid, for messages. */
   holderPid: number;
   /** `authorization` and/or `x-chronos-owner`. */
@@ -38,7 +39,7 @@ export async function relayStdio(options: RelayOptions): Promise<void> {
 
   const post = async (body: string) => {
     const response = await socket.request({
-      path: MCP_PATH,
+      path: options.path,
       method: 'POST',
       headers: {
         ...JSON_HEADERS,

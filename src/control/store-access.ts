@@ -1,19 +1,20 @@
 /**
- * How a one-shot command (keys, migrate) reaches the store: PostgreSQL directly when
- * DATABASE_URL is set; otherwise the embedded store — opened here when no live process holds
- * it, or through the running server's control socket when one does.
+ * How a one-shot command (keys, migrate, alarms, schedules) reaches the store: PostgreSQL
+ * directly when DATABASE_URL is set; otherwise the embedded store — opened here when no live
+ * process holds it, or through the running server's control socket when one does.
  */
 import { resolve } from 'node:path';
 import type { Config } from '../config.js';
 import { ChronosError, isChronosError } from '../errors.js';
-import { KeyService } from '../core/key-service.js';
-import { PgDb, type Db } from '../store/db.js';
-import { isHeldByOther, openEmbedded, readLock, type LockInfo } from '../store/embedded.js';
-import { migrate } from '../store/migrate.js';
+import { silentLogger } from '../logger.js';
+import { ChronosService } from '../service.js';
+import { holderOf, type LockInfo } from './store-holder.js';
 import { localKeyStore, remoteKeyStore, type KeyStore } from './control-socket.js';
 
 export interface StoreAccess {
   store: KeyStore;
+  /** The service itself when this process opened the store; null through a running server. */
+  service: ChronosService | null;
   /** Where the store is, for messages: "PostgreSQL", "the embedded store …", "the running server …". */
   where: string;
 }
@@ -23,37 +24,36 @@ export async function withStore<T>(
   fn: (access: StoreAccess) => Promise<T>,
   options: { migrate?: boolean } = {},
 ): Promise<T> {
-  const shouldMigrate = options.migrate ?? true;
-  if (config.databaseUrl) {
-    const db = PgDb.connect(config.databaseUrl, 2, { connectionTimeoutMillis: 10_000 });
-    return useLocal(db, 'PostgreSQL (DATABASE_URL)', shouldMigrate, fn);
-  }
+  const open = () =>
+    ChronosService.open(
+      { ...config, dbConnectTimeoutMs: Math.max(config.dbConnectTimeoutMs, 10_000) },
+      { logger: silentLogger, migrate: options.migrate ?? true },
+    );
+  if (config.databaseUrl) return useLocal(await open(), 'PostgreSQL (DATABASE_URL)', fn);
   const dir = resolve(config.dataDir);
-  const holder = await readLock(dir);
-  if (isHeldByOther(holder)) return fn(remote(holder, dir));
-  let db: Db;
+  const holder = await holderOf(dir);
+  if (holder) return fn(remote(holder, dir));
+  let service: ChronosService;
   try {
-    db = await openEmbedded(dir);
+    service = await open();
   } catch (error) {
     // Taken between our look and our open: a server that just started.
-    const now = await readLock(dir);
-    if (isChronosError(error, 'locked') && isHeldByOther(now)) return fn(remote(now, dir));
+    const now = await holderOf(dir);
+    if (isChronosError(error, 'locked') && now) return fn(remote(now, dir));
     throw error;
   }
-  return useLocal(db, `the embedded store ${dir}`, shouldMigrate, fn);
+  return useLocal(service, `the embedded store ${dir}`, fn);
 }
 
 async function useLocal<T>(
-  db: Db,
+  service: ChronosService,
   where: string,
-  shouldMigrate: boolean,
   fn: (access: StoreAccess) => Promise<T>,
 ): Promise<T> {
   try {
-    if (shouldMigrate) await migrate(db);
-    return await fn({ store: localKeyStore(db, new KeyService(db)), where });
+    return await fn({ store: localKeyStore(service), service, where });
   } finally {
-    await db.close();
+    await service.close();
   }
 }
 
@@ -67,6 +67,7 @@ function remote(holder: LockInfo, dir: string): StoreAccess {
   }
   return {
     store: remoteKeyStore(holder.controlSocket, holder.pid),
+    service: null,
     where: `the running server (process ${holder.pid}) on the embedded store ${dir}`,
   };
 }

@@ -1,34 +1,44 @@
 /**
- * Alarms as every surface sees them: create, get, list, reschedule, cancel — for one owner.
+ * Alarms as every door sees them: create (one or a batch), get, list, change, cancel — for one
+ * owner. It takes a typed `AlarmSpec`: each door reads its caller's own form into one first
+ * (wire/ for HTTP, MCP and the schedules file; library.ts for the library).
  *
- * HTTP, MCP and the library are thin adapters over this. It validates (shape, then meaning),
- * enforces the owner's quotas, and writes with one statement per change; a refused request
- * writes nothing.
+ * It checks meaning (the time is not in the past, the zone is real, the cron is not too
+ * frequent, the payload is storable), enforces the owner's quotas, and writes with one statement
+ * per change — a batch of any size included. A refused call writes nothing. Refusals name core
+ * fields (`inSeconds`, `3.cron` for the fourth of a batch); each door renames them for its caller.
  */
-import { ChronosError, invalidInput, notFound } from '../errors.js';
 import {
-  createAlarmSchema,
-  LIMITS,
-  parseBody,
-  patchAlarmSchema,
-  type CreateAlarmBody,
-} from '../wire/alarm-input.js';
-import { isUuid, type Owner } from './owner.js';
-import { resolveSchedule, type ScheduleInput } from '../schedule/resolve.js';
+  ChronosError,
+  Described,
+  invalidInput,
+  notFound,
+  renameFieldErrors,
+  invalidFields,
+  type FieldError,
+} from '../errors.js';
+import type { RawJson } from '../json.js';
+import { resolveSchedule } from '../schedule/resolve.js';
 import {
   alarmsCancel,
   alarmsGet,
   alarmsGetByKey,
+  alarmsGetByKeys,
   alarmsInsert,
   alarmsList,
   alarmsReschedule,
   type AlarmChanges,
   type AlarmRef,
+  type InsertQuotas,
+  type NewAlarm,
   type ScheduleColumns,
 } from '../store/alarms.js';
 import type { DbClock } from '../store/db-clock.js';
 import type { Executor } from '../store/db.js';
-import type { Alarm, AlarmSource, AlarmStatus, Page } from '../types.js';
+import { ALARM_STATUSES, DEFAULT_QUEUE, ROUTER_QUEUE, type Alarm, type AlarmSource } from '../types.js';
+import { LIMITS, SCHEDULE_FIELDS, type AlarmSpec } from './alarm-spec.js';
+import { isUuid, type Owner } from './owner.js';
+import { idCursor, parseLimit, parseOneOf, toPage, type Page } from './page.js';
 
 export interface Quotas {
   /** Active alarms one owner may have; 0 = unlimited. */
@@ -51,69 +61,77 @@ export interface AlarmServiceOptions {
 
 export interface WriteOptions {
   source: AlarmSource;
-  /**
-   * The payload's own JSON text when the caller has it (HTTP reads it from the raw body), so
-   * numbers pass through digit for digit. Otherwise the parsed payload is serialised.
-   */
-  rawPayload?: string;
   /** Run on the caller's transaction instead of the service's connection. */
   tx?: Executor;
 }
 
-export const STATUSES: readonly AlarmStatus[] = ['active', 'fired', 'cancelled', 'failed'];
+export interface Created {
+  alarm: Alarm;
+  /** True when the owner already had an alarm with this idempotency key: that alarm. */
+  deduped: boolean;
+}
 
 export class AlarmService {
   constructor(private readonly options: AlarmServiceOptions) {}
 
   /** Creates an alarm, or returns the owner's existing one for a repeated idempotency key. */
-  async create(
-    owner: Owner,
-    body: unknown,
+  async create(owner: Owner, spec: AlarmSpec, write: WriteOptions): Promise<Created> {
+    try {
+      const [created] = await this.createMany([{ owner, spec }], write);
+      return created!;
+    } catch (error) {
+      throw withoutIndex(error);
+    }
+  }
+
+  /**
+   * Creates alarms in order, all or nothing, in one statement: one refused spec (paths
+   * `<index>.<field>`) or a full quota writes none of them. Quotas apply when the items share one
+   * owner, as an API batch does, and count every alarm the batch would add.
+   */
+  async createMany(
+    items: readonly { owner: Owner; spec: AlarmSpec }[],
     write: WriteOptions,
-  ): Promise<{ alarm: Alarm; deduped: boolean }> {
-    const input = parseBody(createAlarmSchema, body);
+  ): Promise<Created[]> {
+    if (items.length === 0) return [];
     const ex = write.tx ?? this.options.db;
     const now = await this.options.dbClock.now(ex);
-    const schedule = this.#resolve(input, now, true)!;
-    const payload = payloadText(input.payload, write.rawPayload);
+    const errors: FieldError[] = [];
+    const rows = items.map(({ owner, spec }, i) => {
+      try {
+        return this.#newAlarm(owner, spec, now, write.source);
+      } catch (error) {
+        errors.push(...fieldErrorsOf(error, `${i}.`));
+        return null;
+      }
+    });
+    if (errors.length > 0) throw invalidFields(errors);
+    const alarms = rows as NewAlarm[];
 
-    const key = input.idempotency_key ?? '';
-    if (key !== '') {
-      const existing = await alarmsGetByKey(ex, owner.did, key);
-      if (existing) return { alarm: existing, deduped: true };
-    }
-    const result = await alarmsInsert(
+    const quotas = this.#quotasFor(items.map((i) => i.owner));
+    if (!quotas) return this.#insert(ex, alarms, write.source);
+    // Alarms that already exist are answered without counting against the quotas.
+    const results = new Array<Created>(alarms.length);
+    const keyed = alarms.filter((a) => a.idempotencyKey !== '');
+    const existing = await alarmsGetByKeys(
       ex,
-      {
-        ...schedule,
-        ownerDid: owner.did,
-        userId: owner.userId,
-        label: input.label ?? '',
-        conversationId: input.conversation_id ?? '',
-        wakeMessage: input.wake_message ?? '',
-        payload,
-        idempotencyKey: key,
-        maxFailures: input.max_failures ?? 5,
-        requireAck: input.require_ack ?? write.source !== 'library',
-        source: write.source,
-      },
-      this.options.notifyHorizonMs,
-      this.options.quotas,
+      keyed.map((a) => ({ ownerDid: a.ownerDid, key: a.idempotencyKey })),
     );
-    if ('alarm' in result) return result;
-    const { maxActiveAlarms, createRatePerMinute } = this.options.quotas;
-    if (result.quota === 'create_rate') {
-      throw new ChronosError(
-        'quota',
-        `create_rate: at most ${createRatePerMinute} alarms a minute per owner; try again in ${result.retryAfterSeconds} s`,
-        { limit: 'create_rate', retryAfterSeconds: result.retryAfterSeconds },
-      );
-    }
-    throw new ChronosError(
-      'quota',
-      `max_active_alarms: at most ${maxActiveAlarms} active alarms per owner; cancel some first`,
-      { limit: 'max_active_alarms', retryAfterSeconds: 60 },
+    const fresh: number[] = [];
+    alarms.forEach((a, i) => {
+      const found =
+        a.idempotencyKey === '' ? undefined : existing.get(`${a.ownerDid}\u0000${a.idempotencyKey}`);
+      if (found) results[i] = { alarm: found, deduped: true };
+      else fresh.push(i);
+    });
+    const inserted = await this.#insert(
+      ex,
+      fresh.map((i) => alarms[i]!),
+      write.source,
+      quotas,
     );
+    fresh.forEach((i, j) => (results[i] = inserted[j]!));
+    return results;
   }
 
   async get(owner: Owner, id: string): Promise<Alarm> {
@@ -122,56 +140,64 @@ export class AlarmService {
     return alarm;
   }
 
+  /** The owner's alarm with this idempotency key (a library timer's key), or null. */
+  getByKey(owner: Owner, key: string, tx?: Executor): Promise<Alarm | null> {
+    return alarmsGetByKey(tx ?? this.options.db, owner.did, key);
+  }
+
   async list(
     owner: Owner,
     query: { status?: unknown; limit?: unknown; cursor?: unknown },
   ): Promise<Page<Alarm>> {
-    const status = parseStatus(query.status);
+    const status = parseOneOf('status', ALARM_STATUSES, query.status);
     const limit = parseLimit(query.limit);
-    const afterId = parseCursor(query.cursor);
+    const afterId = idCursor.parse(query.cursor);
     const rows = await alarmsList(this.options.db, owner.did, { status, limit: limit + 1, afterId });
-    const items = rows.slice(0, limit);
-    const last = items[items.length - 1];
-    return { items, nextCursor: rows.length > limit && last ? encodeCursor(last.id) : null };
+    return toPage(
+      rows,
+      limit,
+      (a) => a,
+      (a) => idCursor.encode(a.id),
+    );
   }
 
   /** Reschedules and/or edits an active alarm in one UPDATE; `conflict` when it is not active. */
-  async update(owner: Owner, ref: AlarmRef, body: unknown, write: WriteOptions): Promise<Alarm> {
-    const input = parseBody(patchAlarmSchema, body);
+  async update(owner: Owner, ref: AlarmRef, spec: AlarmSpec, write: WriteOptions): Promise<Alarm> {
     const ex = write.tx ?? this.options.db;
     let schedule: ScheduleColumns | undefined;
-    const touchesSchedule = ['at', 'in_seconds', 'cron', 'timezone'].some((f) => f in input);
-    if (touchesSchedule) {
+    const newTime = SCHEDULE_FIELDS.some((f) => spec[f] !== undefined);
+    if (newTime || spec.timezone !== undefined) {
       const current = await this.#find(ex, owner, ref);
-      const merged: ScheduleInput = { timezone: input.timezone ?? current.timezone };
-      if (input.at !== undefined || input.in_seconds !== undefined || input.cron !== undefined) {
-        Object.assign(merged, { at: input.at, in_seconds: input.in_seconds, cron: input.cron });
+      const timezone = spec.timezone ?? current.timezone;
+      const now = await this.options.dbClock.now(ex);
+      if (newTime) {
+        schedule = this.#resolve(spec, timezone, now, spec.at !== undefined);
       } else if (current.kind === 'cron') {
-        merged.cron = current.cronExpr; // a new zone alone re-reads the same cron in it
+        // A new zone alone re-reads the same cron in it.
+        schedule = this.#resolve({ cron: current.cronExpr }, timezone, now, false);
       } else {
-        merged.at = current.fireAt ?? current.nextFireAt;
+        const at = (current.fireAt ?? current.nextFireAt).toISOString();
+        schedule = this.#resolve({ at }, timezone, now, false);
       }
-      schedule = this.#resolve(merged, await this.options.dbClock.now(ex), input.at !== undefined);
+    }
+    if (spec.queue !== undefined && spec.queue !== (await this.#find(ex, owner, ref)).queue) {
+      throw invalidInput(
+        'queue',
+        'the queue the timer was created in (a timer cannot move to another queue)',
+        spec.queue,
+      );
     }
     const changes: AlarmChanges = {
       schedule,
-      label: input.label,
-      conversationId: input.conversation_id,
-      wakeMessage: input.wake_message,
-      payload: input.payload === undefined ? undefined : payloadText(input.payload, write.rawPayload),
-      idempotencyKey: input.idempotency_key,
-      maxFailures: input.max_failures,
-      requireAck: input.require_ack,
+      label: spec.label,
+      conversationId: spec.conversationId,
+      wakeMessage: spec.wakeMessage,
+      payload: spec.payload === undefined ? undefined : payloadText(spec.payload),
+      idempotencyKey: spec.idempotencyKey,
+      maxFailures: spec.maxFailures,
+      requireAck: spec.requireAck,
     };
-    let updated: Alarm | null;
-    try {
-      updated = await alarmsReschedule(ex, owner.did, refFor(ref), changes, this.options.notifyHorizonMs);
-    } catch (error) {
-      if ((error as { code?: string }).code === '23505') {
-        throw new ChronosError('conflict', 'idempotency_key: another of your alarms already uses this key');
-      }
-      throw error;
-    }
+    const updated = await alarmsReschedule(ex, owner.did, refFor(ref), changes, this.options.notifyHorizonMs);
     if (updated) return updated;
     const current = await this.#find(ex, owner, ref);
     throw new ChronosError(
@@ -193,6 +219,64 @@ export class AlarmService {
     );
   }
 
+  /** The row a spec makes, checked for meaning; throws `invalid_input` on core field names. */
+  #newAlarm(owner: Owner, spec: AlarmSpec, now: Date, source: AlarmSource): NewAlarm {
+    const queue = spec.queue ?? (source === 'library' ? DEFAULT_QUEUE : ROUTER_QUEUE);
+    const requireAck = spec.requireAck ?? source !== 'library';
+    if (requireAck && queue !== ROUTER_QUEUE) {
+      throw invalidInput(
+        'requireAck',
+        `false for a timer of queue ${JSON.stringify(queue)} (acknowledgements are tracked for the router's wakes only)`,
+        true,
+      );
+    }
+    return {
+      ...this.#resolve(spec, spec.timezone, now, true),
+      ownerDid: owner.did,
+      userId: owner.userId,
+      label: spec.label ?? '',
+      conversationId: spec.conversationId ?? '',
+      wakeMessage: spec.wakeMessage ?? '',
+      payload: spec.payload === undefined ? '{}' : payloadText(spec.payload),
+      idempotencyKey: spec.idempotencyKey ?? '',
+      maxFailures: spec.maxFailures ?? 5,
+      requireAck,
+      queue,
+    };
+  }
+
+  async #insert(
+    ex: Executor,
+    alarms: readonly NewAlarm[],
+    source: AlarmSource,
+    quotas?: InsertQuotas,
+  ): Promise<Created[]> {
+    const result = await alarmsInsert(ex, alarms, source, this.options.notifyHorizonMs, quotas);
+    if ('results' in result) return result.results;
+    const { maxActiveAlarms, createRatePerMinute } = this.options.quotas;
+    if (result.quota === 'create_rate') {
+      throw new ChronosError(
+        'quota',
+        `create_rate: at most ${createRatePerMinute} alarms a minute per owner; try again in ${result.retryAfterSeconds} s`,
+        { limit: 'create_rate', retryAfterSeconds: result.retryAfterSeconds },
+      );
+    }
+    throw new ChronosError(
+      'quota',
+      `max_active_alarms: at most ${maxActiveAlarms} active alarms per owner; cancel some first`,
+      { limit: 'max_active_alarms', retryAfterSeconds: 60 },
+    );
+  }
+
+  /** The quotas to check for a create by these owners, or null when none apply. */
+  #quotasFor(owners: readonly Owner[]): InsertQuotas | null {
+    const { maxActiveAlarms, createRatePerMinute } = this.options.quotas;
+    if (maxActiveAlarms === 0 && createRatePerMinute === 0) return null;
+    const ownerDid = owners[0]!.did;
+    if (owners.some((o) => o.did !== ownerDid)) throw new Error('a batch under quotas has one owner');
+    return { ownerDid, maxActiveAlarms, createRatePerMinute };
+  }
+
   async #find(ex: Executor, owner: Owner, ref: AlarmRef): Promise<Alarm> {
     if ('key' in ref) {
       const alarm = await alarmsGetByKey(ex, owner.did, ref.key);
@@ -204,8 +288,13 @@ export class AlarmService {
     return alarm;
   }
 
-  #resolve(input: ScheduleInput, now: Date, checkPast: boolean): ScheduleColumns {
-    return resolveSchedule(input, now, {
+  #resolve(
+    spec: Pick<AlarmSpec, 'at' | 'inSeconds' | 'cron'>,
+    timezone: string | undefined,
+    now: Date,
+    checkPast: boolean,
+  ): ScheduleColumns {
+    return resolveSchedule({ at: spec.at, inSeconds: spec.inSeconds, cron: spec.cron, timezone }, now, {
       pastToleranceMs: checkPast ? (this.options.pastToleranceMs ?? 60_000) : Number.POSITIVE_INFINITY,
       minCronIntervalMs: this.options.quotas.minCronIntervalMs,
     });
@@ -217,27 +306,40 @@ function refFor(ref: AlarmRef): AlarmRef {
   return ref;
 }
 
-function payloadText(parsed: CreateAlarmBody['payload'], raw: string | undefined): string {
-  const text = raw ?? JSON.stringify(parsed ?? {});
-  if (Buffer.byteLength(text) > LIMITS.payloadBytes) {
+/** The field errors of an `invalid_input` error, under `prefix`; anything else is rethrown. */
+function fieldErrorsOf(error: unknown, prefix: string): FieldError[] {
+  if (!(error instanceof ChronosError) || error.code !== 'invalid_input') throw error;
+  return (renameFieldErrors(error, (path) => `${prefix}${path}`.replace(/\.$/, '')) as ChronosError).errors;
+}
+
+/** A one-item batch's refusal without its index (`0.cron` → `cron`). */
+function withoutIndex(error: unknown): unknown {
+  return renameFieldErrors(error, (path) => path.replace(/^0\.?/, ''));
+}
+
+/** The payload's text, checked: at most 64 KiB, and storable as JSONB exactly (I4). */
+function payloadText(payload: RawJson): string {
+  const text = payload.text;
+  const bytes = Buffer.byteLength(text);
+  if (bytes > LIMITS.payloadBytes) {
     throw invalidInput(
       'payload',
       'a JSON object of at most 65536 bytes (64 KiB)',
-      `${Buffer.byteLength(text)} bytes`,
+      new Described(`${bytes} bytes`),
     );
   }
   if (/(^|[^\\])(\\\\)*\\u0000/.test(text)) {
     throw invalidInput(
       'payload',
       'JSON without \\u0000 in its strings (PostgreSQL cannot store it)',
-      'a \\u0000',
+      new Described('a \\u0000'),
     );
   }
   if (hasUnpairedSurrogateEscape(text)) {
     throw invalidInput(
       'payload',
       'JSON whose strings are well-formed Unicode (PostgreSQL refuses an unpaired surrogate escape such as \\ud800)',
-      'an unpaired surrogate escape',
+      new Described('an unpaired surrogate escape'),
     );
   }
   return text;
@@ -266,35 +368,4 @@ function hasUnpairedSurrogateEscape(text: string): boolean {
     pendingHigh = high;
   }
   return pendingHigh;
-}
-
-function parseStatus(value: unknown): AlarmStatus | undefined {
-  if (value === undefined || value === '') return undefined;
-  if (typeof value === 'string' && (STATUSES as readonly string[]).includes(value))
-    return value as AlarmStatus;
-  throw invalidInput('status', `one of ${STATUSES.join(', ')}`, value);
-}
-
-export function parseLimit(value: unknown, fallback = 50): number {
-  if (value === undefined || value === '') return fallback;
-  const n =
-    typeof value === 'number'
-      ? value
-      : typeof value === 'string' && /^\d+$/.test(value)
-        ? Number(value)
-        : NaN;
-  if (!Number.isInteger(n) || n < 1 || n > 200)
-    throw invalidInput('limit', 'a whole number from 1 to 200', value);
-  return n;
-}
-
-export function encodeCursor(id: string): string {
-  return Buffer.from(id).toString('base64url');
-}
-
-export function parseCursor(value: unknown): string | undefined {
-  if (value === undefined || value === '' || value === null) return undefined;
-  const id = typeof value === 'string' ? Buffer.from(value, 'base64url').toString() : '';
-  if (!isUuid(id)) throw invalidInput('cursor', 'the next_cursor of a previous page', value);
-  return id;
 }

@@ -16,12 +16,12 @@ import { ChronosError, invalidInput, notFound } from '../errors.js';
 import { parseOwner, type Owner } from './owner.js';
 import type { Db, Executor } from '../store/db.js';
 import {
-  KEYS_CHANNEL,
   keysCount,
   keysFindLive,
   keysInsert,
   keysList,
   keysRevoke,
+  keysChannel,
   keysTouch,
   type ApiKey,
 } from '../store/api-keys.js';
@@ -72,13 +72,10 @@ export class KeyService {
     const key = KEY_PREFIX + randomBytes(32).toString('base64url');
     for (let attempt = 0; ; attempt++) {
       const id = `key_${randomBytes(6).toString('hex')}`;
-      try {
-        const record = await keysInsert(this.#db, { id, ownerDid: owner.did, keyHash: hashKey(key), label });
-        return { key, record };
-      } catch (error) {
-        // An id collision (48 random bits) is retried; anything else is not ours to handle.
-        if ((error as { code?: string }).code !== '23505' || attempt >= 2) throw error;
-      }
+      const record = await keysInsert(this.#db, { id, ownerDid: owner.did, keyHash: hashKey(key), label });
+      if (record) return { key, record };
+      // An id collision (48 random bits): try another.
+      if (attempt >= 2) throw new Error('could not find a free key id');
     }
   }
 
@@ -134,7 +131,7 @@ export class KeyService {
    * listening connection came back, when some may have been missed). Returns the unsubscribe.
    */
   watch(): Promise<() => Promise<void>> {
-    return this.#db.listen(KEYS_CHANNEL, () => this.forget());
+    return this.#db.listen(keysChannel(this.#db.schema), () => this.forget());
   }
 
   // last_used_at is informative: written at most once a minute per key, never awaited.

@@ -16,15 +16,12 @@ const DID =
 /** The library's owner when the caller names none. */
 export const LIBRARY_OWNER = 'did:matrix:00000000-0000-0000-0000-000000000000:lib';
 
+export const OWNER_EXPECTED =
+  'a DID like "did:matrix:<user uuid>:<key fingerprint>", e.g. "did:matrix:6f1c2a9e-8b1d-4f7a-9a51-0c3e5d7b2f10:laptop"';
+
 export function parseOwner(did: unknown, path = 'owner'): Owner {
   const match = typeof did === 'string' ? DID.exec(did) : null;
-  if (!match) {
-    throw invalidInput(
-      path,
-      'a DID like "did:matrix:<user uuid>:<key fingerprint>", e.g. "did:matrix:6f1c2a9e-8b1d-4f7a-9a51-0c3e5d7b2f10:laptop"',
-      did,
-    );
-  }
+  if (!match) throw invalidInput(path, OWNER_EXPECTED, did);
   return { did: did as string, userId: match[1]!.toLowerCase() };
 }
 

@@ -1,5 +1,5 @@
 /**
- * Claims due alarms for one worker and delivers them.
+ * Claims due alarms of one queue for one worker and delivers them.
  *
  * Claim → deliver → record. Claims and outcomes are batched: one statement claims up to
  * `batchSize` alarms, and the outcomes that finish while a recording is under way are written
@@ -19,7 +19,7 @@ import { performance } from 'node:perf_hooks';
 import { systemClock, type Clock } from '../clock.js';
 import { silentLogger, type Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
-import { DUE_CHANNEL } from '../store/alarms.js';
+import { dueChannel } from '../store/alarms.js';
 import {
   alarmsClaimDue,
   alarmsNextDueMs,
@@ -35,6 +35,8 @@ import type { RetryPolicy } from './retry-policy.js';
 
 export interface DispatcherOptions {
   db: Db;
+  /** The queue whose alarms this dispatcher claims (contract §4a). */
+  queue: string;
   receiver: Receiver;
   clock?: Clock;
   logger?: Logger;
@@ -73,6 +75,7 @@ class DbTime {
 
 export class Dispatcher {
   readonly #db: Db;
+  readonly #queue: string;
   readonly #receiver: Receiver;
   readonly #clock: Clock;
   readonly #logger: Logger;
@@ -97,6 +100,7 @@ export class Dispatcher {
 
   constructor(options: DispatcherOptions) {
     this.#db = options.db;
+    this.#queue = options.queue;
     this.#receiver = options.receiver;
     this.#clock = options.clock ?? systemClock;
     this.#logger = options.logger ?? silentLogger;
@@ -133,7 +137,11 @@ export class Dispatcher {
   async start(): Promise<void> {
     if (this.#loop) return;
     this.#stopping = false;
-    this.#unlisten = await this.#db.listen(DUE_CHANNEL, () => this.#poke());
+    // The payload names the queue of the alarm that fell due; '' (a listener that reconnected and
+    // may have missed some) concerns every queue.
+    this.#unlisten = await this.#db.listen(dueChannel(this.#db.schema), (queue) => {
+      if (queue === '' || queue === this.#queue) this.#poke();
+    });
     this.#loop = this.#run();
   }
 
@@ -206,7 +214,7 @@ export class Dispatcher {
   }
 
   async #untilNextDue(): Promise<number> {
-    const ms = await alarmsNextDueMs(this.#db);
+    const ms = await alarmsNextDueMs(this.#db, this.#queue);
     if (ms === null) return this.#pollIntervalMs;
     // A row another worker is claiming right now still looks unclaimed: do not spin on it.
     return Math.min(this.#pollIntervalMs, Math.max(2, Math.ceil(ms)));
@@ -221,7 +229,7 @@ export class Dispatcher {
   async #claim(limit: number): Promise<Claim[]> {
     if (limit <= 0) return [];
     const requestedAt = performance.now();
-    const claims = await alarmsClaimDue(this.#db, limit, this.#leaseMs);
+    const claims = await alarmsClaimDue(this.#db, this.#queue, limit, this.#leaseMs);
     this.#metrics?.claimSeconds.observe((performance.now() - requestedAt) / 1000);
     if (claims.length === 0) return claims;
     this.#metrics?.claims.inc(claims.length);

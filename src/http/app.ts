@@ -3,7 +3,8 @@
  *
  * - `/v1/*` needs `Authorization: Bearer …` (checked before the body is read); everything else
  *   (`/healthz`, `/readyz`, `/metrics`, `/openapi.json`) needs nothing.
- * - `/mcp` is MCP over Streamable HTTP (src/mcp/http.ts), authenticated the same way.
+ * - `/mcp` (MCP over Streamable HTTP) is mounted beside it by `src/server.ts`, with the same
+ *   authentication (`authenticator`).
  * - Bodies are read as text (at most 128 KiB, 413 beyond) and parsed as JSON whatever their
  *   Content-Type; answers are serialised so payloads pass through verbatim.
  * - Every error answers `application/problem+json` (problem.ts).
@@ -22,7 +23,6 @@ import Fastify, {
 } from 'fastify';
 import { LIMITS } from '../wire/alarm-input.js';
 import type { Logger } from '../logger.js';
-import { registerMcpRoute } from '../mcp/http.js';
 import type { ChronosService } from '../service.js';
 import { Authenticator } from '../core/authenticator.js';
 import './context.js';
@@ -147,7 +147,6 @@ export async function buildApp(service: AppService, options: AppOptions = {}): P
     },
     { prefix: '/v1' },
   );
-  registerMcpRoute(app, service, auth);
 
   return app;
 }

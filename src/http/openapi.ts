@@ -4,55 +4,10 @@
  * answers. Built once per app.
  */
 import { z } from 'zod';
+import { ALARM_STATUSES, WAKE_STATUSES } from '../types.js';
 import { createAlarmSchema, patchAlarmSchema } from '../wire/alarm-input.js';
-import { ackWakeSchema, replySchema, WAKE_STATUSES } from '../core/wake-service.js';
-import { STATUSES } from '../core/alarm-service.js';
-
-const time = () => z.string().describe('RFC 3339 UTC with milliseconds, e.g. "2027-03-14T07:00:00.000Z".');
-
-const alarmView = z
-  .object({
-    id: z.string().describe('The alarm id (UUID).'),
-    label: z.string(),
-    kind: z.enum(['once', 'cron']),
-    cron_expr: z.string().optional().describe('Present for cron alarms.'),
-    timezone: z.string(),
-    next_fire_at: time().optional().describe('When it is next due; present only while active.'),
-    conversation_id: z.string().optional().describe('Omitted when empty.'),
-    wake_message: z.string(),
-    payload: z.record(z.string(), z.unknown()).describe('As sent, digit for digit.'),
-    status: z.enum(STATUSES as [string, ...string[]]),
-    idempotency_key: z.string().optional().describe('Omitted when empty.'),
-    max_failures: z.number().int(),
-    failure_count: z.number().int(),
-    last_error: z.string().optional().describe('Omitted when empty.'),
-    created_at: time(),
-    last_fired_at: time().optional().describe('Omitted until it first fires.'),
-    require_ack: z.boolean(),
-  })
-  .strict();
-
-const nullableTime = () => time().nullable();
-
-const wakeView = z
-  .object({
-    id: z.string().describe('The wake id (UUID); the `webhook-id` of its delivery.'),
-    alarm_id: z.string(),
-    status: z.enum(WAKE_STATUSES as [string, ...string[]]),
-    conversation_id: z.string(),
-    scheduled_for: time(),
-    fired_at: time(),
-    delivered_at: nullableTime(),
-    attempts: z.number().int(),
-    fire_count: z.number().int(),
-    require_ack: z.boolean(),
-    nudged_at: nullableTime(),
-    escalated_at: nullableTime(),
-    acknowledged_at: nullableTime(),
-    ack_note: z.string().nullable(),
-    ack_inferred: z.boolean(),
-  })
-  .strict();
+import { alarmViewSchema, wakeViewSchema } from '../wire/views.js';
+import { ackWakeSchema, replySchema } from '../wire/wake-input.js';
 
 const problem = z.object({
   type: z.string().describe('urn:chronos:problem:<code>'),
@@ -150,8 +105,8 @@ export function openApiDocument(): Record<string, unknown> {
         PatchAlarm: json(patchAlarmSchema),
         AckWake: json(ackWakeSchema),
         Reply: json(replySchema),
-        Alarm: json(alarmView),
-        Wake: json(wakeView),
+        Alarm: json(alarmViewSchema),
+        Wake: json(wakeViewSchema),
         Problem: json(problem),
       },
     },
@@ -186,7 +141,7 @@ export function openApiDocument(): Record<string, unknown> {
         },
         get: {
           summary: 'List your alarms, newest first',
-          parameters: listParams(STATUSES),
+          parameters: listParams(ALARM_STATUSES),
           responses: {
             '200': pageAnswer('alarms', 'Alarm'),
             ...ERRORS,

@@ -1,15 +1,15 @@
 /**
  * Errors → RFC 9457 problem details (`application/problem+json`).
  *
- * The status comes from the error's code alone. A request refused for its input says what to
- * send instead (`errors[].message`); a quota names the limit and when to retry. The database
- * being away is a 503 with `Retry-After`, answered as soon as the driver gives up. Anything
- * else is a bland 500 that names the request id, and is logged with its cause — never its
- * details in the answer.
+ * The status comes from the error's code alone (the store has turned driver errors into codes:
+ * the database being away is `unavailable`, a 503 with `Retry-After`). A request refused for its
+ * input says what to send instead (`errors[].message`), its fields named as the caller wrote
+ * them; a quota names the limit and when to retry. Anything else is a bland 500 that names the
+ * request id, and is logged with its cause — never its details in the answer.
  */
 import type { ErrorCode, FieldError } from '../errors.js';
-import { ChronosError, isChronosError } from '../errors.js';
-import { LIMITS } from '../wire/alarm-input.js';
+import { isChronosError } from '../errors.js';
+import { inWireNames, LIMITS } from '../wire/alarm-input.js';
 
 export const PROBLEM_TYPE = 'application/problem+json';
 
@@ -70,7 +70,8 @@ function problem(code: ErrorCode | 'internal', status: number, detail: string): 
 
 /** The problem answer for any error thrown while handling a request. */
 export function toProblem(error: unknown, requestId?: string): ProblemAnswer {
-  const answer = classify(error);
+  // The core names fields its own way (`inSeconds`); the caller wrote them the wire's way.
+  const answer = classify(inWireNames(error));
   if (requestId) answer.problem.request_id = requestId;
   return answer;
 }
@@ -90,24 +91,6 @@ function classify(error: unknown): ProblemAnswer {
     if (error.code === 'unauthorized') headers['www-authenticate'] = 'Bearer realm="chronos"';
     if (status === 503) headers['retry-after'] = '1';
     return { problem: body, headers, internal: false };
-  }
-  if (isDatabaseUnavailable(error)) {
-    return {
-      problem: problem(
-        'unavailable',
-        503,
-        'the database is unreachable right now; nothing was changed; try again in a few seconds',
-      ),
-      headers: { 'retry-after': '2' },
-      internal: false,
-    };
-  }
-  if (isDataException(error)) {
-    // A value the database refused that validation let through: the caller's input, not our fault.
-    const message = `the database refused a value: ${(error as Error).message}`;
-    const body = problem('invalid_input', 400, message);
-    body.errors = [{ path: '', message: `body: ${message}` }];
-    return { problem: body, headers: {}, internal: false };
   }
   const framework = frameworkProblem(error);
   if (framework) return { problem: framework, headers: {}, internal: false };
@@ -134,45 +117,4 @@ function frameworkProblem(error: unknown): Problem | null {
   const body = problem(code, e.statusCode, typeof e.message === 'string' ? e.message : 'bad request');
   if (code === 'invalid_input') body.errors = [{ path: '', message: body.detail }];
   return body;
-}
-
-// Node's network errors and PostgreSQL's "connection exception" (08), "operator intervention"
-// (57P01–57P05: terminated, shutting down, cannot connect now) and "insufficient resources" (53).
-const NETWORK_CODES = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ETIMEDOUT',
-  'EPIPE',
-  'ENOTFOUND',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'EAI_AGAIN',
-  'ECONNABORTED',
-]);
-const DRIVER_MESSAGES =
-  /Connection terminated|connection timeout|timeout exceeded when trying to connect|connection error and is not queryable|Client was closed and is not queryable|Cannot use a pool after calling end/i;
-
-/** PostgreSQL class 22, "data exception": a value that cannot be stored (bad text, out of range). */
-function isDataException(error: unknown): boolean {
-  const code = (error as { code?: unknown })?.code;
-  return typeof code === 'string' && /^22...$/.test(code);
-}
-
-/** True when `error` says the database could not be reached (as opposed to refusing a query). */
-export function isDatabaseUnavailable(error: unknown, depth = 0): boolean {
-  if (typeof error !== 'object' || error === null || depth > 4) return false;
-  if (error instanceof ChronosError) return error.code === 'unavailable';
-  const { code, message, cause, errors } = error as {
-    code?: unknown;
-    message?: unknown;
-    cause?: unknown;
-    errors?: unknown;
-  };
-  if (typeof code === 'string') {
-    if (NETWORK_CODES.has(code)) return true;
-    if (/^(08...|57P0[1-5]|53...)$/.test(code)) return true;
-  }
-  if (typeof message === 'string' && DRIVER_MESSAGES.test(message)) return true;
-  if (Array.isArray(errors) && errors.some((e) => isDatabaseUnavailable(e, depth + 1))) return true;
-  return isDatabaseUnavailable(cause, depth + 1);
 }

@@ -6,13 +6,11 @@
  * what each one is for. They are published, not enforced by the SDK: see `published` below.
  */
 import { z } from 'zod';
+import { ALARM_STATUSES } from '../types.js';
 import { alarmFields } from '../wire/alarm-input.js';
-import { STATUSES } from '../core/alarm-service.js';
-import { WAKE_STATUSES } from '../core/wake-service.js';
+import { alarmViewSchema, wakeViewSchema } from '../wire/views.js';
 
 const time = (what: string) => z.string().describe(`${what}: RFC 3339 in UTC with milliseconds.`);
-const nullableTime = (what: string) =>
-  z.string().nullable().describe(`${what}: RFC 3339 in UTC with milliseconds, or null.`);
 
 // ---- Inputs -----------------------------------------------------------------------------------
 
@@ -80,7 +78,7 @@ export const scheduleAlarmInput = z.strictObject(scheduleFields);
 
 export const listAlarmsInput = z.strictObject({
   status: z
-    .enum(STATUSES as [string, ...string[]])
+    .enum(ALARM_STATUSES)
     .optional()
     .describe(
       'Only alarms in this status: active (still to fire), fired, cancelled or failed. Default: all.',
@@ -114,48 +112,6 @@ export const ackWakeInput = z.strictObject({
 });
 
 // ---- Outputs ----------------------------------------------------------------------------------
-
-export const alarmViewSchema = z
-  .strictObject({
-    id: z.string(),
-    label: z.string(),
-    kind: z.enum(['once', 'cron']),
-    cron_expr: z.string().optional(),
-    timezone: z.string(),
-    next_fire_at: time('When it is next due (only while active)').optional(),
-    conversation_id: z.string().optional(),
-    wake_message: z.string(),
-    payload: z.record(z.string(), z.unknown()),
-    status: z.enum(STATUSES as [string, ...string[]]),
-    idempotency_key: z.string().optional(),
-    max_failures: z.number().int(),
-    failure_count: z.number().int(),
-    last_error: z.string().optional(),
-    created_at: time('When it was created'),
-    last_fired_at: time('When it last fired').optional(),
-    require_ack: z.boolean(),
-  })
-  .describe('An alarm, exactly as the HTTP API shows it.');
-
-export const wakeViewSchema = z
-  .strictObject({
-    id: z.string(),
-    alarm_id: z.string(),
-    status: z.enum(WAKE_STATUSES as [string, ...string[]]),
-    conversation_id: z.string(),
-    scheduled_for: time('The due instant of the fire'),
-    fired_at: time('When it fired'),
-    delivered_at: nullableTime('When it was delivered'),
-    attempts: z.number().int(),
-    fire_count: z.number().int(),
-    require_ack: z.boolean(),
-    nudged_at: nullableTime('When the nudge was sent'),
-    escalated_at: nullableTime('When it was escalated to a human'),
-    acknowledged_at: nullableTime('When it was acknowledged'),
-    ack_note: z.string().nullable(),
-    ack_inferred: z.boolean(),
-  })
-  .describe('A wake (one fire of an alarm), exactly as the HTTP API shows it.');
 
 const serverTime = time('The server (database) clock when this answer was made');
 

@@ -39,6 +39,8 @@ const INPUTS = new Map(TOOLS.map((tool) => [tool, published(tool.input)]));
 export interface McpServerOptions {
   /** Raw payload texts noted by the transport, so big numbers pass through exactly (I4). */
   rawPayloads?: RawPayloads;
+  /** A sentence about this server for the model (which store it opened), after the instructions. */
+  about?: string;
 }
 
 /** A new MCP server acting for `owner`. Connect it to exactly one transport. */
@@ -49,7 +51,7 @@ export function createMcpServer(
 ): McpServer {
   const server = new McpServer(
     { name: 'chronos', title: 'Chronos', version: VERSION },
-    { instructions: INSTRUCTIONS },
+    { instructions: options.about ? `${INSTRUCTIONS}\n${options.about}` : INSTRUCTIONS },
   );
   const logger = service.logger.child({ component: 'mcp' });
   for (const tool of TOOLS) {

@@ -1,7 +1,7 @@
 /**
  * MCP on the control socket of the process that holds the embedded store, so that `chronos mcp`
  * processes started while it runs go through it: the embedded store is one process's, and they
- * could not open it themselves (see proxy.ts).
+ * could not open it themselves (see control/mcp-relay.ts).
  *
  * The exchange is the `/mcp` one (streamable.ts), at `POST /mcp` on the socket. Credentials: an
  * API key in `Authorization: Bearer`, checked as over HTTP; or an owner DID alone in
@@ -11,10 +11,8 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { LIMITS } from '../wire/alarm-input.js';
-import { localKeyStore, startControlServer, type ControlServer } from '../control/control-socket.js';
 import { ChronosError, isChronosError } from '../errors.js';
 import { Authenticator, OWNER_HEADER } from '../core/authenticator.js';
-import type { Logger } from '../logger.js';
 import { parseOwner, type Owner } from '../core/owner.js';
 import type { ChronosService } from '../service.js';
 import type { McpService } from './server.js';
@@ -28,23 +26,6 @@ const STATUS: Partial<Record<string, number>> = {
   invalid_input: 400,
   too_large: 413,
 };
-
-/**
- * The control socket of a process holding the embedded store: the key commands, and MCP for
- * `chronos mcp` processes started meanwhile. `chronos serve` and `chronos mcp` both open it.
- */
-export function startStoreControl(
-  service: ChronosService,
-  socketPath: string,
-  logger: Logger,
-): Promise<ControlServer> {
-  return startControlServer(
-    localKeyStore(service.db, service.keys),
-    socketPath,
-    logger.child({ component: 'control' }),
-    controlMcpHandler(service),
-  );
-}
 
 export function controlMcpHandler(service: McpService & Pick<ChronosService, 'keys'>): ControlMcpHandler {
   // No operator token here: a DID alone is already trusted on this socket.

@@ -24,13 +24,20 @@ export interface StdioStreams {
 
 const DRAIN_MS = 30_000;
 
+export interface StdioServeOptions {
+  /** A sentence for the model about this server (which store it opened), added to its instructions. */
+  about?: string;
+  clock?: Clock;
+}
+
 export async function serveStdio(
   service: McpService,
   owner: Owner,
   { stdin, stdout }: StdioStreams,
   signal?: AbortSignal,
-  clock: Clock = systemClock,
+  options: StdioServeOptions = {},
 ): Promise<void> {
+  const clock = options.clock ?? systemClock;
   const rawPayloads = new RawPayloads();
   const pending = new PendingRequests();
   const input = new LineTap((line) => {
@@ -41,7 +48,7 @@ export async function serveStdio(
   const output = new LineTap((line) => pending.answered(parseLine(line)));
   stdin.pipe(input);
   output.pipe(stdout, { end: false });
-  const server = createMcpServer(service, owner, { rawPayloads });
+  const server = createMcpServer(service, owner, { rawPayloads, about: options.about });
   const stopped = new Promise<'signal'>((resolve) => {
     if (signal?.aborted) resolve('signal');
     signal?.addEventListener('abort', () => resolve('signal'), { once: true });

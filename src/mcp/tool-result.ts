@@ -11,7 +11,7 @@
  */
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { isChronosError } from '../errors.js';
-import { isDatabaseUnavailable } from '../http/problem.js';
+import { inWireNames } from '../wire/alarm-input.js';
 import { stringifyJson } from '../json.js';
 import type { Logger } from '../logger.js';
 
@@ -38,7 +38,9 @@ const ALARM_NOT_FOUND = 'no alarm with that id for you; call list_alarms to find
 const WAKE_NOT_FOUND =
   'no wake with that id for you; send the wake_id that came with the wake you received (not the alarm id).';
 
-function refusal(tool: string, error: unknown, logger: Logger): string[] {
+function refusal(tool: string, thrown: unknown, logger: Logger): string[] {
+  // The core names fields its own way (`inSeconds`); a model wrote them as the tools publish them.
+  const error = inWireNames(thrown);
   if (isChronosError(error)) {
     switch (error.code) {
       case 'invalid_input':
@@ -62,14 +64,6 @@ function refusal(tool: string, error: unknown, logger: Logger): string[] {
         break;
     }
   }
-  if (isDatabaseUnavailable(error)) return [unavailable()];
-  const code = (error as { code?: unknown })?.code;
-  if (typeof code === 'string' && /^22...$/.test(code)) {
-    // PostgreSQL's "data exception": a value validation let through but the database refused.
-    return [
-      `${tool} refused its arguments; nothing was changed: the database refused a value (${(error as Error).message}). Send a different value.`,
-    ];
-  }
   logger.error({ err: error, tool }, 'MCP tool failed with an unexpected error');
   return [
     `${tool} failed unexpectedly (the error is logged on the Chronos server). Before trying again, check with ` +
@@ -78,7 +72,7 @@ function refusal(tool: string, error: unknown, logger: Logger): string[] {
 }
 
 function conflictHint(tool: string, message: string): string {
-  if (message.startsWith('idempotency_key')) {
+  if (message.includes('idempotency key')) {
     return 'Choose an idempotency_key that none of your other alarms uses, or leave it out.';
   }
   if (tool === 'reschedule_alarm') {

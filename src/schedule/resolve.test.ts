@@ -19,18 +19,18 @@ describe('resolveSchedule: exactly one of at, in_seconds and cron', () => {
     [{}, 'none of them'],
     [{ timezone: 'Europe/Paris' }, 'none of them'],
     [{ at: '2027-03-14T10:00:00Z', cron: '@daily' }, '"at" and "cron"'],
-    [{ at: '2027-03-14T10:00:00Z', in_seconds: 60, cron: '@daily' }, '"at" and "in_seconds" and "cron"'],
+    [{ at: '2027-03-14T10:00:00Z', inSeconds: 60, cron: '@daily' }, '"at" and "inSeconds" and "cron"'],
   ])('refuses %j, naming the three and asking for exactly one', (input, got) => {
     const error = errorOf(() => resolveSchedule(input, now));
     expect(error.code).toBe('invalid_input');
     expect(error.message).toBe(
-      `body: expected exactly one of "at", "in_seconds" or "cron", got ${got}; send exactly one`,
+      `body: expected exactly one of "at", "inSeconds" or "cron", got ${got}; send exactly one`,
     );
     expect(error.errors).toEqual([{ path: '', message: error.message }]);
   });
 
   it('counts null as absent', () => {
-    expect(resolveSchedule({ at: null, in_seconds: 60, cron: null }, now).kind).toBe('once');
+    expect(resolveSchedule({ at: null, inSeconds: 60, cron: null }, now).kind).toBe('once');
   });
 });
 
@@ -164,7 +164,7 @@ describe('resolveSchedule: at', () => {
 
 describe('resolveSchedule: in_seconds', () => {
   it('fires that many seconds after now', () => {
-    expect(resolveSchedule({ in_seconds: 90 }, now)).toEqual({
+    expect(resolveSchedule({ inSeconds: 90 }, now)).toEqual({
       kind: 'once',
       fireAt: new Date('2027-03-14T09:01:30.000Z'),
       cronExpr: '',
@@ -174,8 +174,8 @@ describe('resolveSchedule: in_seconds', () => {
   });
 
   it('accepts 1 to 315 360 000 seconds', () => {
-    expect(resolveSchedule({ in_seconds: 1 }, now).nextFireAt).toEqual(new Date('2027-03-14T09:00:01Z'));
-    expect(resolveSchedule({ in_seconds: 315_360_000 }, now).nextFireAt.getTime()).toBe(
+    expect(resolveSchedule({ inSeconds: 1 }, now).nextFireAt).toEqual(new Date('2027-03-14T09:00:01Z'));
+    expect(resolveSchedule({ inSeconds: 315_360_000 }, now).nextFireAt.getTime()).toBe(
       now.getTime() + 315_360_000_000,
     );
   });
@@ -188,25 +188,25 @@ describe('resolveSchedule: in_seconds', () => {
     [Number.NaN, 'got NaN'],
     ['60', 'got "60"'],
     [true, 'got true'],
-  ])('refuses %j', (in_seconds, got) => {
-    const error = errorOf(() => resolveSchedule({ in_seconds }, now));
+  ])('refuses %j', (inSeconds, got) => {
+    const error = errorOf(() => resolveSchedule({ inSeconds }, now));
     expect(error.message).toBe(
-      `in_seconds: expected an integer number of seconds from 1 to 315360000, ${got}`,
+      `inSeconds: expected an integer number of seconds from 1 to 315360000, ${got}`,
     );
-    expect(error.errors[0]?.path).toBe('in_seconds');
+    expect(error.errors[0]?.path).toBe('inSeconds');
   });
 });
 
 describe('resolveSchedule: timezone', () => {
   it('is validated and kept with at and in_seconds, to show local times', () => {
-    expect(resolveSchedule({ in_seconds: 60, timezone: 'Europe/Paris' }, now).timezone).toBe('Europe/Paris');
+    expect(resolveSchedule({ inSeconds: 60, timezone: 'Europe/Paris' }, now).timezone).toBe('Europe/Paris');
     expect(resolveSchedule({ at: '2027-03-14T10:00:00Z', timezone: 'Asia/Tokyo' }, now).timezone).toBe(
       'Asia/Tokyo',
     );
   });
 
   it('refuses an unknown zone on the timezone path, with a suggestion', () => {
-    const error = errorOf(() => resolveSchedule({ in_seconds: 60, timezone: 'CEST' }, now));
+    const error = errorOf(() => resolveSchedule({ inSeconds: 60, timezone: 'CEST' }, now));
     expect(error.errors[0]?.path).toBe('timezone');
     expect(error.message).toContain('timezone: expected an IANA time zone');
     expect(error.message).toContain('got "CEST"');

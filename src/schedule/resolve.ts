@@ -14,9 +14,10 @@ import { minIntervalMs, parseCron } from './cron.js';
 import { formatDuration } from './duration.js';
 import { assertTimeZone, formatLocal } from './time-zone.js';
 
+/** A schedule as the core names its fields (each door names them its own way). */
 export interface ScheduleInput {
   at?: unknown;
-  in_seconds?: unknown;
+  inSeconds?: unknown;
   cron?: unknown;
   timezone?: unknown;
 }
@@ -54,12 +55,12 @@ export function resolveSchedule(
   now: Date,
   options: ResolveOptions = {},
 ): ResolvedSchedule {
-  const given = (['at', 'in_seconds', 'cron'] as const).filter(
+  const given = (['at', 'inSeconds', 'cron'] as const).filter(
     (key) => input[key] !== undefined && input[key] !== null,
   );
   if (given.length !== 1) {
     const got = given.length === 0 ? 'none of them' : given.map((key) => `"${key}"`).join(' and ');
-    const message = `body: expected exactly one of "at", "in_seconds" or "cron", got ${got}; send exactly one`;
+    const message = `body: expected exactly one of "at", "inSeconds" or "cron", got ${got}; send exactly one`;
     throw new ChronosError('invalid_input', message, { errors: [{ path: '', message }] });
   }
   const timezone =
@@ -80,8 +81,8 @@ export function resolveSchedule(
     return { kind: 'once', fireAt: at, cronExpr: '', timezone, nextFireAt: at };
   }
 
-  if (given[0] === 'in_seconds') {
-    const seconds = input.in_seconds;
+  if (given[0] === 'inSeconds') {
+    const seconds = input.inSeconds;
     if (
       typeof seconds !== 'number' ||
       !Number.isInteger(seconds) ||
@@ -89,7 +90,7 @@ export function resolveSchedule(
       seconds > MAX_IN_SECONDS
     ) {
       throw invalidInput(
-        'in_seconds',
+        'inSeconds',
         `an integer number of seconds from 1 to ${MAX_IN_SECONDS}`,
         seconds,
         typeof seconds === 'number' && Number.isFinite(seconds) && !Number.isInteger(seconds)

@@ -2,25 +2,28 @@
  * Every statement on `alarms`. Each says what it guarantees; none is built from user text.
  *
  * Due-ness is decided here, by the database's `now()` (I5). Writes that bring an alarm due
- * within `notify_horizon` announce it on the `chronos_due` channel so a sleeping dispatcher
- * wakes at once; writes due later do not notify (a NOTIFY takes a database-wide lock at commit,
- * and the dispatcher's fallback poll will see them anyway).
+ * within `notify_horizon` announce its queue on the `chronos_due` channel so a sleeping
+ * dispatcher of that queue wakes at once; writes due later do not notify (a NOTIFY takes a
+ * database-wide lock at commit, and the dispatcher's fallback poll will see them anyway).
  */
 import { RawJson } from '../json.js';
 import type { Alarm, AlarmKind, AlarmSource, AlarmStatus } from '../types.js';
-import { sql, type Executor } from './db.js';
+import { ChronosError } from '../errors.js';
+import { channel, sqlState, sql, type Executor } from './db.js';
+import { newRowId } from './row-id.js';
 
-export const DUE_CHANNEL = 'chronos_due';
+/** The channel that announces alarms due soon; its payload names their queue. */
+export const dueChannel = (schema: string): string => channel(schema, 'due');
 
 const COLUMNS = `id::text AS id, owner_did, user_id, label, kind, fire_at, cron_expr, timezone, next_fire_at,
   scheduled_for, conversation_id, wake_message, payload::text AS payload, status, idempotency_key,
-  max_failures, failure_count, last_error, claimed_at, require_ack, source, created_at, updated_at,
+  max_failures, failure_count, last_error, claimed_at, require_ack, source, queue, created_at, updated_at,
   last_fired_at`;
 
 // Announces the write when the alarm is due within the horizon ($n milliseconds).
 const notifyIfSoon = (horizonParam: string) =>
   `CASE WHEN status = 'active' AND next_fire_at <= now() + ${horizonParam}::int * interval '1 millisecond'
-   THEN pg_notify('${DUE_CHANNEL}', '') END AS notified`;
+   THEN pg_notify('chronos_due', queue) END AS notified`;
 
 export interface AlarmRow {
   id: string;
@@ -44,6 +47,7 @@ export interface AlarmRow {
   claimed_at: Date | null;
   require_ack: boolean;
   source: AlarmSource;
+  queue: string;
   created_at: Date;
   updated_at: Date;
   last_fired_at: Date | null;
@@ -72,6 +76,7 @@ export function toAlarm(row: AlarmRow): Alarm {
     claimedAt: row.claimed_at,
     requireAck: row.require_ack,
     source: row.source,
+    queue: row.queue,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
     lastFiredAt: row.last_fired_at,
@@ -98,99 +103,184 @@ export interface NewAlarm extends ScheduleColumns {
   idempotencyKey: string;
   maxFailures: number;
   requireAck: boolean;
-  source: AlarmSource;
+  queue: string;
 }
 
-/** Per-owner limits checked by the insert itself; 0 = unlimited. */
+/** Per-owner limits checked by the insert itself, for one owner; 0 = unlimited. */
 export interface InsertQuotas {
+  ownerDid: string;
   maxActiveAlarms: number;
   createRatePerMinute: number;
 }
 
-// One statement checks the owner's quotas and inserts, so a create is one round trip. The rate
-// count stops at the limit and comes, with the time until it frees a slot, from one read of the
-// owner's last minute. The active count reads alarms_owner_status_idx and nothing else: its status
-// is a parameter ($19 = 'active'), which no partial index can serve, so a generic plan made while
-// the table was small cannot walk alarms_due_idx instead (migration 0006 says why that mattered),
-// and it has no LIMIT for the same reason — the quota keeps an owner's active alarms near it.
-// Nothing is inserted when a quota is full, or when the owner already has this idempotency key.
-const insert = sql(
-  'alarms_insert',
-  `WITH recent AS (
-     SELECT count(*)::int AS n, extract(epoch FROM (min(created_at) + interval '1 minute' - now()))::float8 AS reset_s
-     FROM (SELECT created_at FROM alarms WHERE owner_did = $1 AND created_at > now() - interval '1 minute'
-           ORDER BY created_at DESC LIMIT $17) r
-   ), quota AS (
-     SELECT recent.n AS recent, recent.reset_s AS rate_reset_s,
-       CASE WHEN $18 = 0 THEN 0
-            ELSE (SELECT count(*) FROM alarms WHERE owner_did = $1 AND status = $19)::int END AS active
-     FROM recent
+// One statement checks one owner's quotas and inserts a whole batch, in order, all or nothing:
+// a create of one alarm and a batch of 50,000 are the same round trip.
+// - Columns travel as arrays, one element per alarm, times as epoch milliseconds (int8), so
+//   neither side formats or parses a timestamp per row; the ids are made by the caller
+//   (time-ordered, see row-id.ts), so each result is matched to its input without a lookup.
+// - The quota counts ($19 owner, NULL without quotas) run once: the creates of the owner's last
+//   minute (stopping at the limit) and its active alarms over alarms_owner_status_idx — its
+//   status a parameter ($23 = 'active'), which no partial index can serve, so a generic plan
+//   made while the table was small cannot walk the claim index instead (migration 0006). Nothing
+//   is inserted when the batch ($22 alarms) would overrun either.
+// - An idempotency key the owner already has inserts nothing for that alarm (the unique index
+//   decides, so concurrent creates agree); the caller reads the existing alarm back.
+// - One notification per queue with an alarm due within $18 ms, however many there are.
+const insertMany = sql(
+  'alarms_insert_many',
+  `WITH quota AS (
+     SELECT r.n AS recent, r.reset_s AS rate_reset_s,
+       CASE WHEN $19::text IS NULL OR $21 = 0 THEN 0
+            ELSE (SELECT count(*) FROM chronos.alarms WHERE owner_did = $19 AND status = $23)::int END AS active
+     FROM (SELECT count(*)::int AS n,
+             extract(epoch FROM (min(created_at) + interval '1 minute' - now()))::float8 AS reset_s
+           FROM (SELECT created_at FROM chronos.alarms
+                 WHERE $19::text IS NOT NULL AND $20 > 0 AND owner_did = $19
+                   AND created_at > now() - interval '1 minute'
+                 ORDER BY created_at DESC LIMIT $20) l) r
    ), ins AS (
-     INSERT INTO alarms (owner_did, user_id, label, kind, fire_at, cron_expr, timezone, next_fire_at,
-       scheduled_for, conversation_id, wake_message, payload, idempotency_key, max_failures, require_ack, source)
-     SELECT $1, $2, $3, $4, $5, $6, $7, $8, $8, $9, $10, $11::jsonb, $12, $13, $14, $15 FROM quota
-     WHERE ($17 = 0 OR quota.recent < $17) AND ($18 = 0 OR quota.active < $18)
+     INSERT INTO chronos.alarms (id, owner_did, user_id, label, kind, fire_at, cron_expr, timezone, next_fire_at,
+       scheduled_for, conversation_id, wake_message, payload, idempotency_key, max_failures, require_ack, source, queue)
+     SELECT u.id, u.owner_did, u.user_id, u.label, u.kind,
+       timestamptz 'epoch' + u.fire_ms * interval '1 millisecond', u.cron_expr, u.timezone,
+       timestamptz 'epoch' + u.next_ms * interval '1 millisecond',
+       timestamptz 'epoch' + u.next_ms * interval '1 millisecond',
+       u.conversation_id, u.wake_message, u.payload::jsonb, u.idempotency_key, u.max_failures, u.require_ack,
+       $17, u.queue
+     FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int8[], $7::text[], $8::text[],
+            $9::int8[], $10::text[], $11::text[], $12::text[], $13::text[], $14::int[], $15::bool[], $16::text[])
+          WITH ORDINALITY AS u(id, owner_did, user_id, label, kind, fire_ms, cron_expr, timezone, next_ms,
+            conversation_id, wake_message, payload, idempotency_key, max_failures, require_ack, queue, ord),
+          quota
+     WHERE ($20 = 0 OR quota.recent + $22 <= $20) AND ($21 = 0 OR quota.active + $22 <= $21)
+     ORDER BY u.ord
      ON CONFLICT (owner_did, idempotency_key) WHERE idempotency_key <> '' DO NOTHING
-     RETURNING ${COLUMNS}, ${notifyIfSoon('$16')}
+     RETURNING ${COLUMNS}
+   ), notified AS (
+     SELECT pg_notify('chronos_due', q.queue)
+     FROM (SELECT DISTINCT queue FROM ins
+           WHERE next_fire_at <= now() + $18::int * interval '1 millisecond') q
    )
-   SELECT ins.*, quota.recent AS quota_recent, quota.rate_reset_s AS quota_rate_reset_s, quota.active AS quota_active
+   SELECT ins.*, quota.recent AS quota_recent, quota.rate_reset_s AS quota_rate_reset_s,
+     quota.active AS quota_active, (SELECT count(*) FROM notified)::int AS notified
    FROM quota LEFT JOIN ins ON true`,
+);
+
+// The alarms of these (owner, key) pairs, in one statement.
+const byKeys = sql(
+  'alarms_by_keys',
+  `SELECT ${COLUMNS} FROM chronos.alarms a
+   WHERE (a.owner_did, a.idempotency_key) IN (SELECT * FROM unnest($1::text[], $2::text[]))
+     AND a.idempotency_key <> ''`,
 );
 
 const byKey = sql(
   'alarms_by_key',
-  `SELECT ${COLUMNS} FROM alarms WHERE owner_did = $1 AND idempotency_key = $2 AND idempotency_key <> ''`,
+  `SELECT ${COLUMNS} FROM chronos.alarms WHERE owner_did = $1 AND idempotency_key = $2 AND idempotency_key <> ''`,
 );
 
 export type InsertResult =
-  | { alarm: Alarm; deduped: boolean }
+  | { results: { alarm: Alarm; deduped: boolean }[] }
   | { quota: 'create_rate'; retryAfterSeconds: number }
   | { quota: 'max_active_alarms' };
 
+const NO_QUOTAS: InsertQuotas = { ownerDid: '', maxActiveAlarms: 0, createRatePerMinute: 0 };
+
 /**
- * Creates an alarm within the owner's quotas. With an idempotency key the owner already used,
- * writes nothing and returns the existing alarm with `deduped: true` (the unique index decides,
- * so concurrent creates agree). Concurrent creates by one owner may each see the last free slot:
- * a quota can be overshot by the number of creates racing for it, never more.
+ * Creates alarms, in order, in one statement (see `insertMany`), within one owner's quotas when
+ * given. An alarm whose owner already used its idempotency key is not written: its result is the
+ * existing alarm with `deduped: true` (a key given twice in one batch: the first one's alarm).
+ * Concurrent creates by one owner may each see the last free slot: a quota can be overshot by
+ * the number of creates racing for it, never more.
  */
 export async function alarmsInsert(
   ex: Executor,
-  alarm: NewAlarm,
+  alarms: readonly NewAlarm[],
+  source: AlarmSource,
   notifyHorizonMs: number,
-  quotas: InsertQuotas = { maxActiveAlarms: 0, createRatePerMinute: 0 },
+  quotas: InsertQuotas = NO_QUOTAS,
 ): Promise<InsertResult> {
-  const [row] = await ex.query<
+  const n = alarms.length;
+  if (n === 0) return { results: [] };
+  const ids = new Array<string>(n);
+  const cols = Array.from({ length: 15 }, () => new Array<unknown>(n));
+  for (let i = 0; i < n; i++) {
+    const a = alarms[i]!;
+    ids[i] = newRowId();
+    cols[0]![i] = a.ownerDid;
+    cols[1]![i] = a.userId;
+    cols[2]![i] = a.label;
+    cols[3]![i] = a.kind;
+    cols[4]![i] = a.fireAt === null ? null : a.fireAt.getTime();
+    cols[5]![i] = a.cronExpr;
+    cols[6]![i] = a.timezone;
+    cols[7]![i] = a.nextFireAt.getTime();
+    cols[8]![i] = a.conversationId;
+    cols[9]![i] = a.wakeMessage;
+    cols[10]![i] = a.payload;
+    cols[11]![i] = a.idempotencyKey;
+    cols[12]![i] = a.maxFailures;
+    cols[13]![i] = a.requireAck;
+    cols[14]![i] = a.queue;
+  }
+  const quotaOwner = quotas.maxActiveAlarms > 0 || quotas.createRatePerMinute > 0 ? quotas.ownerDid : null;
+  const rows = await ex.query<
     AlarmRow & { quota_recent: number; quota_rate_reset_s: number | null; quota_active: number }
-  >(insert, [
-    alarm.ownerDid,
-    alarm.userId,
-    alarm.label,
-    alarm.kind,
-    alarm.fireAt,
-    alarm.cronExpr,
-    alarm.timezone,
-    alarm.nextFireAt,
-    alarm.conversationId,
-    alarm.wakeMessage,
-    alarm.payload,
-    alarm.idempotencyKey,
-    alarm.maxFailures,
-    alarm.requireAck,
-    alarm.source,
+  >(insertMany, [
+    ids,
+    ...cols,
+    source,
     notifyHorizonMs,
+    quotaOwner,
     quotas.createRatePerMinute,
     quotas.maxActiveAlarms,
+    n,
     'active',
   ]);
-  if (row?.id) return { alarm: toAlarm(row), deduped: false };
-  const { createRatePerMinute: rate, maxActiveAlarms: max } = quotas;
-  if (row && rate > 0 && row.quota_recent >= rate) {
-    return { quota: 'create_rate', retryAfterSeconds: Math.max(1, Math.ceil(row.quota_rate_reset_s ?? 1)) };
+  const first = rows[0];
+  if (first && !first.id) {
+    const { createRatePerMinute: rate, maxActiveAlarms: max } = quotas;
+    if (rate > 0 && first.quota_recent + n > rate) {
+      const retryAfterSeconds = Math.max(1, Math.ceil(first.quota_rate_reset_s ?? 1));
+      return { quota: 'create_rate', retryAfterSeconds };
+    }
+    if (max > 0 && first.quota_active + n > max) return { quota: 'max_active_alarms' };
   }
-  if (row && max > 0 && row.quota_active >= max) return { quota: 'max_active_alarms' };
-  const [existing] = await ex.query<AlarmRow>(byKey, [alarm.ownerDid, alarm.idempotencyKey]);
-  if (!existing) throw new Error('alarm with idempotency key vanished during insert');
-  return { alarm: toAlarm(existing), deduped: true };
+  const inserted = new Map<string, Alarm>();
+  for (const row of rows) if (row.id) inserted.set(row.id, toAlarm(row));
+  const results = new Array<{ alarm: Alarm; deduped: boolean }>(n);
+  const missing: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const alarm = inserted.get(ids[i]!);
+    if (alarm) results[i] = { alarm, deduped: false };
+    else missing.push(i);
+  }
+  if (missing.length > 0) {
+    const existing = await alarmsGetByKeys(
+      ex,
+      missing.map((i) => ({ ownerDid: alarms[i]!.ownerDid, key: alarms[i]!.idempotencyKey })),
+    );
+    for (const i of missing) {
+      const alarm = existing.get(keyOf(alarms[i]!.ownerDid, alarms[i]!.idempotencyKey));
+      if (!alarm) throw new Error('alarm with idempotency key vanished during insert');
+      results[i] = { alarm, deduped: true };
+    }
+  }
+  return { results };
+}
+
+const keyOf = (ownerDid: string, key: string) => `${ownerDid}\u0000${key}`;
+
+/** The alarms with these idempotency keys, by `owner\0key`; pairs with no alarm are absent. */
+export async function alarmsGetByKeys(
+  ex: Executor,
+  pairs: readonly { ownerDid: string; key: string }[],
+): Promise<Map<string, Alarm>> {
+  const found = new Map<string, Alarm>();
+  if (pairs.length === 0) return found;
+  const rows = await ex.query<AlarmRow>(byKeys, [pairs.map((p) => p.ownerDid), pairs.map((p) => p.key)]);
+  for (const row of rows) found.set(keyOf(row.owner_did, row.idempotency_key), toAlarm(row));
+  return found;
 }
 
 export async function alarmsGetByKey(ex: Executor, ownerDid: string, key: string): Promise<Alarm | null> {
@@ -198,7 +288,7 @@ export async function alarmsGetByKey(ex: Executor, ownerDid: string, key: string
   return row ? toAlarm(row) : null;
 }
 
-const get = sql('alarms_get', `SELECT ${COLUMNS} FROM alarms WHERE id = $1 AND owner_did = $2`);
+const get = sql('alarms_get', `SELECT ${COLUMNS} FROM chronos.alarms WHERE id = $1 AND owner_did = $2`);
 
 /** One alarm of one owner; another owner's alarm is as absent as a missing one. */
 export async function alarmsGet(ex: Executor, ownerDid: string, id: string): Promise<Alarm | null> {
@@ -210,9 +300,9 @@ export async function alarmsGet(ex: Executor, ownerDid: string, id: string): Pro
 // microseconds decide the order and a page is stable while alarms are created.
 const list = sql(
   'alarms_list',
-  `SELECT ${COLUMNS} FROM alarms
+  `SELECT ${COLUMNS} FROM chronos.alarms
    WHERE owner_did = $1 AND ($2::text IS NULL OR status = $2)
-     AND ($3::uuid IS NULL OR (created_at, id) < (SELECT c.created_at, c.id FROM alarms c WHERE c.id = $3::uuid))
+     AND ($3::uuid IS NULL OR (created_at, id) < (SELECT c.created_at, c.id FROM chronos.alarms c WHERE c.id = $3::uuid))
    ORDER BY created_at DESC, id DESC LIMIT $4`,
 );
 
@@ -235,12 +325,12 @@ export async function alarmsList(
 // cannot record over it and it is never claimed again.
 const cancelById = sql(
   'alarms_cancel_by_id',
-  `UPDATE alarms SET status = 'cancelled', claimed_at = NULL, lease_token = NULL, wake_id = NULL, updated_at = now()
+  `UPDATE chronos.alarms SET status = 'cancelled', claimed_at = NULL, lease_token = NULL, wake_id = NULL, updated_at = now()
    WHERE id = $1 AND owner_did = $2 AND status = 'active' RETURNING ${COLUMNS}`,
 );
 const cancelByKey = sql(
   'alarms_cancel_by_key',
-  `UPDATE alarms SET status = 'cancelled', claimed_at = NULL, lease_token = NULL, wake_id = NULL, updated_at = now()
+  `UPDATE chronos.alarms SET status = 'cancelled', claimed_at = NULL, lease_token = NULL, wake_id = NULL, updated_at = now()
    WHERE owner_did = $1 AND idempotency_key = $2 AND idempotency_key <> '' AND status = 'active'
    RETURNING ${COLUMNS}`,
 );
@@ -293,13 +383,13 @@ const RESCHEDULE_SET = `
 
 const rescheduleById = sql(
   'alarms_reschedule_by_id',
-  `UPDATE alarms SET ${RESCHEDULE_SET}
+  `UPDATE chronos.alarms SET ${RESCHEDULE_SET}
    WHERE id = $1 AND owner_did = $2 AND status = 'active'
    RETURNING ${COLUMNS}, ${notifyIfSoon('$15')}`,
 );
 const rescheduleByKey = sql(
   'alarms_reschedule_by_key',
-  `UPDATE alarms SET ${RESCHEDULE_SET}
+  `UPDATE chronos.alarms SET ${RESCHEDULE_SET}
    WHERE owner_did = $2 AND idempotency_key = $1 AND idempotency_key <> '' AND status = 'active'
    RETURNING ${COLUMNS}, ${notifyIfSoon('$15')}`,
 );
@@ -330,13 +420,22 @@ export async function alarmsReschedule(
     changes.requireAck ?? null,
     notifyHorizonMs,
   ];
-  const [row] = await ex.query<AlarmRow>('id' in ref ? rescheduleById : rescheduleByKey, values);
-  return row ? toAlarm(row) : null;
+  try {
+    const [row] = await ex.query<AlarmRow>('id' in ref ? rescheduleById : rescheduleByKey, values);
+    return row ? toAlarm(row) : null;
+  } catch (error) {
+    if (sqlState(error) === '23505') {
+      throw new ChronosError('conflict', 'another of your alarms already uses this idempotency key', {
+        cause: error,
+      });
+    }
+    throw error;
+  }
 }
 
 const countByStatus = sql(
   'alarms_count_by_status',
-  `SELECT status, count(*)::int AS n FROM alarms GROUP BY status`,
+  `SELECT status, count(*)::int AS n FROM chronos.alarms GROUP BY status`,
 );
 
 export async function alarmsCountByStatus(ex: Executor): Promise<Record<AlarmStatus, number>> {

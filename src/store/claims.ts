@@ -14,15 +14,16 @@ import type { Alarm, AlarmStatus } from '../types.js';
 const ALARM_COLUMNS = `c.id::text AS id, c.owner_did, c.user_id, c.label, c.kind, c.fire_at, c.cron_expr,
   c.timezone, c.next_fire_at, c.scheduled_for, c.conversation_id, c.wake_message, c.payload::text AS payload,
   c.status, c.idempotency_key, c.max_failures, c.failure_count, c.last_error, c.claimed_at, c.require_ack,
-  c.source, c.created_at, c.updated_at, c.last_fired_at`;
+  c.source, c.queue, c.created_at, c.updated_at, c.last_fired_at`;
 
 /**
  * One statement claims up to $1 due alarms in due order and opens (or reopens) each one's wake.
  *
+ * - Only alarms of queue $3 (contract §4a), on `alarms_claim_idx`, which leads with the queue.
  * - Due means `next_fire_at <= now()` by the database clock (I5), and unclaimed or with a lease
  *   older than $2 ms. `FOR UPDATE SKIP LOCKED` lets any number of workers claim at once without
  *   taking the same row twice.
- * - `id = ANY(ARRAY(...))` keeps the index scan on `alarms_due_idx` even under a generic
+ * - `id = ANY(ARRAY(...))` keeps the index scan on `alarms_claim_idx` even under a generic
  *   prepared plan (an `IN (subquery)` form can turn into a scan of the whole table).
  * - The wake row is written here, before anything is sent. A retry or a reclaim after a lapsed
  *   lease reuses the alarm's `wake_id`, so the webhook id is stable across attempts.
@@ -35,11 +36,11 @@ const ALARM_COLUMNS = `c.id::text AS id, c.owner_did, c.user_id, c.label, c.kind
 const claim = sql(
   'alarms_claim_due',
   `WITH claimed AS (
-     UPDATE alarms a
+     UPDATE chronos.alarms a
      SET claimed_at = now(), lease_token = gen_random_uuid(), wake_id = coalesce(a.wake_id, gen_random_uuid())
      WHERE a.id = ANY(ARRAY(
-       SELECT id FROM alarms
-       WHERE status = 'active' AND next_fire_at <= now()
+       SELECT id FROM chronos.alarms
+       WHERE status = 'active' AND queue = $3 AND next_fire_at <= now()
          AND (claimed_at IS NULL OR claimed_at <= now() - $2::int * interval '1 millisecond')
        ORDER BY next_fire_at
        LIMIT $1
@@ -48,21 +49,21 @@ const claim = sql(
    ), fresh AS (
      SELECT c.id,
        CASE WHEN c.kind = 'cron' AND c.require_ack THEN
-         CASE WHEN NOT EXISTS (SELECT 1 FROM wakes w WHERE w.id = c.wake_id) THEN
-           (SELECT w.id FROM wakes w
+         CASE WHEN NOT EXISTS (SELECT 1 FROM chronos.wakes w WHERE w.id = c.wake_id) THEN
+           (SELECT w.id FROM chronos.wakes w
             WHERE w.alarm_id = c.id AND w.status = 'delivered' AND w.escalated_at IS NULL
             ORDER BY w.fired_at DESC LIMIT 1)
          END
        END AS open_wake
      FROM claimed c
    ), coalesced AS (
-     UPDATE wakes w SET fire_count = w.fire_count + 1, updated_at = now()
+     UPDATE chronos.wakes w SET fire_count = w.fire_count + 1, updated_at = now()
      FROM fresh f WHERE w.id = f.open_wake
        -- Evaluated once, before the join: a batch with nothing to coalesce never reads wakes.
        AND EXISTS (SELECT 1 FROM fresh g WHERE g.open_wake IS NOT NULL)
      RETURNING f.id AS alarm_id, w.id::text AS wake_id, w.fire_count
    ), opened AS (
-     INSERT INTO wakes AS w (id, alarm_id, owner_did, user_id, conversation_id, scheduled_for, fired_at,
+     INSERT INTO chronos.wakes AS w (id, alarm_id, owner_did, user_id, conversation_id, scheduled_for, fired_at,
        attempts, require_ack)
      SELECT c.wake_id, c.id, c.owner_did, c.user_id, c.conversation_id, c.scheduled_for, now(), 1, c.require_ack
      FROM claimed c
@@ -102,8 +103,13 @@ interface ClaimRow extends AlarmRow {
   db_now: Date;
 }
 
-export async function alarmsClaimDue(ex: Executor, limit: number, leaseMs: number): Promise<Claim[]> {
-  const rows = await ex.query<ClaimRow>(claim, [limit, Math.round(leaseMs)]);
+export async function alarmsClaimDue(
+  ex: Executor,
+  queue: string,
+  limit: number,
+  leaseMs: number,
+): Promise<Claim[]> {
+  const rows = await ex.query<ClaimRow>(claim, [limit, Math.round(leaseMs), queue]);
   return rows.map((row) => ({
     alarm: toAlarm(row),
     leaseToken: row.lease_token,
@@ -166,7 +172,7 @@ const record = sql(
      AS u(alarm_id, lease_token, wake_id, attempt, result, status, next_fire_ms, scheduled_ms, failure_count,
           last_error, last_fired_ms, started_ms, finished_ms, lateness_ms, status_code)
    ), updated AS (
-     UPDATE alarms a SET status = o.status, next_fire_at = o.next_fire_at, scheduled_for = o.scheduled_for,
+     UPDATE chronos.alarms a SET status = o.status, next_fire_at = o.next_fire_at, scheduled_for = o.scheduled_for,
        failure_count = o.failure_count, last_error = o.last_error,
        last_fired_at = coalesce(o.last_fired_at, a.last_fired_at),
        claimed_at = NULL, lease_token = NULL,
@@ -175,7 +181,7 @@ const record = sql(
      FROM o WHERE a.id = o.alarm_id AND a.lease_token = o.lease_token
      RETURNING a.id
    ), woken AS (
-     UPDATE wakes w SET
+     UPDATE chronos.wakes w SET
        status = CASE
          WHEN o.result = 'delivered' AND w.status = 'pending' THEN 'delivered'
          WHEN o.result = 'failed' AND w.status = 'pending' AND o.alarm_id IN (SELECT id FROM updated) THEN 'failed'
@@ -187,7 +193,7 @@ const record = sql(
      FROM o WHERE w.id = o.wake_id AND o.result <> 'coalesced'
      RETURNING w.id
    ), history AS (
-     INSERT INTO wake_attempts (wake_id, attempt, started_at, duration_ms, outcome, status_code, error)
+     INSERT INTO chronos.wake_attempts (wake_id, attempt, started_at, duration_ms, outcome, status_code, error)
      SELECT o.wake_id, o.attempt, o.started_at,
        greatest(0, round(extract(epoch FROM (o.finished_at - o.started_at)) * 1000))::int,
        o.result, o.status_code, CASE WHEN o.result = 'delivered' THEN '' ELSE o.last_error END
@@ -223,7 +229,7 @@ export async function alarmsRecordOutcomes(ex: Executor, outcomes: readonly Outc
 // Gives leases back (shutdown): the rows are due again at once for any worker.
 const release = sql(
   'alarms_release',
-  `UPDATE alarms a SET claimed_at = NULL, lease_token = NULL, updated_at = now()
+  `UPDATE chronos.alarms a SET claimed_at = NULL, lease_token = NULL, updated_at = now()
    FROM unnest($1::uuid[], $2::uuid[]) AS o(id, lease_token)
    WHERE a.id = o.id AND a.lease_token = o.lease_token`,
 );
@@ -237,15 +243,15 @@ export async function alarmsRelease(
 }
 
 // Milliseconds from the database's now() to the earliest unclaimed active alarm (index-only
-// walk of alarms_due_idx), or null when nothing waits. Lapsed leases are found by the poll.
+// walk of alarms_claim_idx), or null when nothing waits. Lapsed leases are found by the poll.
 const nextDue = sql(
   'alarms_next_due',
   `SELECT greatest(0, extract(epoch FROM (next_fire_at - now())) * 1000)::float8 AS ms
-   FROM alarms WHERE status = 'active' AND claimed_at IS NULL
+   FROM chronos.alarms WHERE status = 'active' AND queue = $1 AND claimed_at IS NULL
    ORDER BY next_fire_at LIMIT 1`,
 );
 
-export async function alarmsNextDueMs(ex: Executor): Promise<number | null> {
-  const [row] = await ex.query<{ ms: number }>(nextDue);
+export async function alarmsNextDueMs(ex: Executor, queue: string): Promise<number | null> {
+  const [row] = await ex.query<{ ms: number }>(nextDue, [queue]);
   return row ? row.ms : null;
 }

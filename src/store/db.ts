@@ -5,11 +5,22 @@
  * statement. Results are made alike: `int8` and `numeric` come back as strings on both, and
  * store queries read `jsonb` as `::text` so payloads pass through verbatim (I4).
  *
+ * **Schema.** Every table lives in one schema (default `chronos`, contract §2). Statement texts
+ * name tables as `chronos.<table>` and notification channels as `'chronos_<name>'`; an executor
+ * bound to another schema runs the same statement with both prefixes replaced (and under its own
+ * prepared-statement name), so one process can serve several schemas and a caller's transaction
+ * never depends on its `search_path`.
+ *
+ * **Errors.** Driver errors leave the store as `ChronosError`s: the database being away is
+ * `unavailable`, a value it refused (SQLSTATE class 22) is `invalid_input`. Nothing above the
+ * store reads a SQLSTATE; store modules that expect one (a unique violation) use `sqlState()`.
+ *
  * PGlite is one backend shared by everything in the process: its own mutex serialises our
  * queries with any transaction the application holds on the same instance.
  */
 import pg from 'pg';
 import type { PGlite, Transaction as LiteTransaction } from '@electric-sql/pglite';
+import { ChronosError } from '../errors.js';
 import { STORE_TYPES } from './timestamptz.js';
 
 export type Row = Record<string, unknown>;
@@ -24,8 +35,46 @@ export function sql(name: string, text: string): Statement {
   return { name, text };
 }
 
+/** The schema Chronos's tables live in unless configured otherwise (`CHRONOS_SCHEMA`). */
+export const DEFAULT_SCHEMA = 'chronos';
+const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+
+/** `value` as a schema name, or an `invalid_input` error naming `path`. */
+export function schemaName(value: unknown, path = 'schema'): string {
+  if (value === undefined) return DEFAULT_SCHEMA;
+  if (typeof value === 'string' && SCHEMA_NAME.test(value)) return value;
+  const shown = typeof value === 'string' ? JSON.stringify(value) : typeof value;
+  const message = `${path}: expected a schema name of lower-case letters, digits and "_" (up to 63, not starting with a digit), like "chronos", got ${shown}`;
+  throw new ChronosError('invalid_input', message, { errors: [{ path, message }] });
+}
+
+/** The notification channel `name` of `schema`'s Chronos (`chronos_due` for the default). */
+export function channel(schema: string, name: string): string {
+  return `${schema}_${name}`;
+}
+
+const bySchema = new WeakMap<Statement, Map<string, Statement>>();
+
+/** `statement` as it runs in `schema`: its table and channel prefixes replaced, its name kept apart. */
+export function inSchema(statement: Statement, schema: string): Statement {
+  if (schema === DEFAULT_SCHEMA) return statement;
+  let forms = bySchema.get(statement);
+  if (!forms) bySchema.set(statement, (forms = new Map()));
+  let bound = forms.get(schema);
+  if (!bound) {
+    bound = {
+      name: `${statement.name}@${schema}`,
+      text: statement.text.replace(/\bchronos\./g, `${schema}.`).replace(/'chronos_/g, `'${schema}_`),
+    };
+    forms.set(schema, bound);
+  }
+  return bound;
+}
+
 /** Something statements can run on: the database itself, or one transaction. */
 export interface Executor {
+  /** The schema this executor's statements run in. */
+  readonly schema: string;
   query<T = Row>(statement: Statement, values?: readonly unknown[]): Promise<T[]>;
   /** Runs a script of several statements with no parameters (migrations). */
   exec(script: string): Promise<void>;
@@ -44,6 +93,74 @@ export interface Db extends Executor {
   close(): Promise<void>;
 }
 
+// Node's network errors; PostgreSQL's "connection exception" (08), "operator intervention"
+// (57P01–57P05: terminated, shutting down, cannot connect now) and "insufficient resources" (53).
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+  'ECONNABORTED',
+]);
+const DRIVER_MESSAGES =
+  /Connection terminated|connection timeout|timeout exceeded when trying to connect|connection error and is not queryable|Client was closed and is not queryable|Cannot use a pool after calling end/i;
+
+/** The SQLSTATE (or Node error code) of a driver error, wherever the store wrapped it. */
+export function sqlState(error: unknown): string | undefined {
+  const inner = error instanceof ChronosError ? error.cause : error;
+  const code = (inner as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : undefined;
+}
+
+/** True when `error` says the database could not be reached (as opposed to refusing a query). */
+function isUnreachable(error: unknown, depth = 0): boolean {
+  if (typeof error !== 'object' || error === null || depth > 4) return false;
+  if (error instanceof ChronosError) return error.code === 'unavailable';
+  const { code, message, cause, errors } = error as {
+    code?: unknown;
+    message?: unknown;
+    cause?: unknown;
+    errors?: unknown;
+  };
+  if (typeof code === 'string') {
+    if (NETWORK_CODES.has(code)) return true;
+    if (/^(08...|57P0[1-5]|53...)$/.test(code)) return true;
+  }
+  if (typeof message === 'string' && DRIVER_MESSAGES.test(message)) return true;
+  if (Array.isArray(errors) && errors.some((e) => isUnreachable(e, depth + 1))) return true;
+  return isUnreachable(cause, depth + 1);
+}
+
+/** A driver error as the rest of Chronos sees it (see the module comment). */
+export function storeError(error: unknown): unknown {
+  if (error instanceof ChronosError) return error;
+  if (isUnreachable(error)) {
+    return new ChronosError(
+      'unavailable',
+      'the database is unreachable right now; nothing was changed; try again in a few seconds',
+      { cause: error },
+    );
+  }
+  const code = sqlState(error);
+  if (code !== undefined && /^22...$/.test(code)) {
+    const message = `body: the database refused a value: ${(error as Error).message}`;
+    return new ChronosError('invalid_input', message, { errors: [{ path: '', message }], cause: error });
+  }
+  return error;
+}
+
+async function mapped<T>(promise: Promise<T>): Promise<T> {
+  try {
+    return await promise;
+  } catch (error) {
+    throw storeError(error);
+  }
+}
+
 // Type OIDs whose JavaScript form differs between the two drivers unless pinned.
 const INT8 = 20;
 const NUMERIC = 1700;
@@ -53,15 +170,22 @@ const LITE_PARSERS = { [INT8]: asText, [NUMERIC]: asText };
 /** How long a pooled PostgreSQL connection (and every plan it prepared) lives. */
 export const CONNECTION_LIFETIME_S = 600;
 
+export interface PgDbOptions extends Omit<pg.PoolConfig, 'connectionString' | 'max'> {
+  /** The schema Chronos's tables live in (default `chronos`). */
+  schema?: string;
+}
+
 /** node-postgres returns int8 and numeric as strings already; PGlite is told to match. */
 export class PgDb implements Db {
   readonly kind = 'postgres' as const;
   readonly pool: pg.Pool;
+  readonly schema: string;
   readonly #ownsPool: boolean;
   readonly #listeners = new Set<PgListener>();
 
-  constructor(pool: pg.Pool, ownsPool: boolean) {
+  constructor(pool: pg.Pool, ownsPool: boolean, schema: string = DEFAULT_SCHEMA) {
     this.pool = pool;
+    this.schema = schema;
     this.#ownsPool = ownsPool;
     // An idle client that loses its connection must not crash the process.
     pool.on('error', () => {});
@@ -77,31 +201,29 @@ export class PgDb implements Db {
    * autovacuum off) would otherwise be kept however large the table grows; a new connection
    * plans for the table as it is.
    */
-  static connect(
-    connectionString: string,
-    max = 10,
-    options: Omit<pg.PoolConfig, 'connectionString' | 'max'> = {},
-  ): PgDb {
+  static connect(connectionString: string, max = 10, options: PgDbOptions = {}): PgDb {
+    const { schema, ...poolOptions } = options;
     return new PgDb(
-      new pg.Pool({ maxLifetimeSeconds: CONNECTION_LIFETIME_S, ...options, connectionString, max }),
+      new pg.Pool({ maxLifetimeSeconds: CONNECTION_LIFETIME_S, ...poolOptions, connectionString, max }),
       true,
+      schema,
     );
   }
 
   async query<T = Row>(statement: Statement, values: readonly unknown[] = []): Promise<T[]> {
-    const result = await this.pool.query(pgQuery(statement, values));
+    const result = await mapped(this.pool.query(pgQuery(inSchema(statement, this.schema), values)));
     return result.rows as T[];
   }
 
   async exec(script: string): Promise<void> {
-    await this.pool.query(script);
+    await mapped(this.pool.query(script));
   }
 
   async transaction<T>(fn: (tx: Executor) => Promise<T>): Promise<T> {
-    const client = await this.pool.connect();
+    const client = await mapped(this.pool.connect());
     try {
       await client.query('BEGIN');
-      const result = await fn(pgExecutor(client));
+      const result = await fn(pgExecutor(client, this.schema));
       await client.query('COMMIT');
       client.release();
       return result;
@@ -112,7 +234,7 @@ export class PgDb implements Db {
       } catch (rollbackError) {
         client.release(rollbackError as Error);
       }
-      throw error;
+      throw storeError(error);
     }
   }
 
@@ -208,23 +330,25 @@ class PgListener {
 export class LiteDb implements Db {
   readonly kind = 'pglite' as const;
   readonly lite: PGlite;
+  readonly schema: string;
   readonly #onClose: (() => Promise<void>) | undefined;
 
-  constructor(lite: PGlite, onClose?: () => Promise<void>) {
+  constructor(lite: PGlite, onClose?: () => Promise<void>, schema: string = DEFAULT_SCHEMA) {
     this.lite = lite;
     this.#onClose = onClose;
+    this.schema = schema;
   }
 
   query<T = Row>(statement: Statement, values: readonly unknown[] = []): Promise<T[]> {
-    return liteQuery<T>(this.lite, statement, values);
+    return liteQuery<T>(this.lite, inSchema(statement, this.schema), values);
   }
 
   async exec(script: string): Promise<void> {
-    await this.lite.exec(script);
+    await mapped(this.lite.exec(script));
   }
 
   transaction<T>(fn: (tx: Executor) => Promise<T>): Promise<T> {
-    return this.lite.transaction((tx) => fn(liteExecutor(tx)));
+    return mapped(this.lite.transaction((tx) => fn(liteExecutor(tx, this.schema))));
   }
 
   async listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>> {
@@ -239,15 +363,16 @@ export class LiteDb implements Db {
 type LiteQueryable = Pick<PGlite | LiteTransaction, 'query' | 'exec'>;
 
 async function liteQuery<T>(target: LiteQueryable, statement: Statement, values: readonly unknown[]) {
-  const result = await target.query<T>(statement.text, [...values], { parsers: LITE_PARSERS });
+  const result = await mapped(target.query<T>(statement.text, [...values], { parsers: LITE_PARSERS }));
   return result.rows;
 }
 
-function liteExecutor(target: LiteQueryable): Executor {
+function liteExecutor(target: LiteQueryable, schema: string): Executor {
   return {
-    query: (statement, values = []) => liteQuery(target, statement, values),
+    schema,
+    query: (statement, values = []) => liteQuery(target, inSchema(statement, schema), values),
     exec: async (script) => {
-      await target.exec(script);
+      await mapped(target.exec(script));
     },
   };
 }
@@ -257,14 +382,15 @@ function pgQuery(statement: Statement, values: readonly unknown[]): pg.QueryConf
   return { name: statement.name, text: statement.text, values: values as unknown[], types: STORE_TYPES };
 }
 
-function pgExecutor(client: pg.ClientBase): Executor {
+function pgExecutor(client: pg.ClientBase, schema: string): Executor {
   return {
+    schema,
     query: async (statement, values = []) => {
-      const result = await client.query(pgQuery(statement, values));
+      const result = await mapped(client.query(pgQuery(inSchema(statement, schema), values)));
       return result.rows;
     },
     exec: async (script) => {
-      await client.query(script);
+      await mapped(client.query(script));
     },
   };
 }
@@ -273,13 +399,13 @@ function pgExecutor(client: pg.ClientBase): Executor {
  * The caller's transaction as an Executor: a node-postgres client inside BEGIN, or a PGlite
  * transaction (or instance). Anything else is a programming error and says so.
  */
-export function executorOf(tx: unknown): Executor {
+export function executorOf(tx: unknown, schema: string = DEFAULT_SCHEMA): Executor {
   // Duck-typed as well, in case the application loads its own copy of pg.
   if (tx instanceof pg.Client || (isObject(tx) && typeof tx.query === 'function' && 'connection' in tx)) {
-    return pgExecutor(tx as pg.ClientBase);
+    return pgExecutor(tx as pg.ClientBase, schema);
   }
   if (isObject(tx) && typeof tx.query === 'function' && typeof tx.exec === 'function') {
-    return liteExecutor(tx as unknown as LiteQueryable);
+    return liteExecutor(tx as unknown as LiteQueryable, schema);
   }
   if (tx instanceof pg.Pool) {
     throw new TypeError(

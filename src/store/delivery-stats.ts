@@ -4,10 +4,10 @@
 import { sql, type Executor } from './db.js';
 
 // Active alarms whose last delivery attempt failed and that wait for a retry (or are being
-// retried now). Walks the active rows only (alarms_due_idx is partial on status = 'active').
+// retried now). Walks the active rows only (alarms_claim_idx is partial on status = 'active').
 const retryQueueDepth = sql(
   'delivery_retry_queue_depth',
-  `SELECT count(*)::int AS n FROM alarms WHERE status = 'active' AND failure_count > 0`,
+  `SELECT count(*)::int AS n FROM chronos.alarms WHERE status = 'active' AND failure_count > 0`,
 );
 
 export async function deliveryRetryQueueDepth(ex: Executor): Promise<number> {

@@ -91,6 +91,8 @@ export async function acquireLock(
 export interface OpenEmbeddedOptions {
   /** Extra fields written into the lock file (e.g. the control socket). */
   lock?: Partial<LockInfo>;
+  /** The schema Chronos's tables live in (default `chronos`). */
+  schema?: string;
 }
 
 /** Opens (creating if needed) the embedded store under `dataDir`, holding its lock. */
@@ -98,10 +100,14 @@ export async function openEmbedded(dataDir: string, options: OpenEmbeddedOptions
   const release = await acquireLock(dataDir, options.lock);
   try {
     const lite = await PGlite.create(join(resolve(dataDir), 'pgdata'));
-    return new LiteDb(lite, async () => {
-      await lite.close();
-      await release();
-    });
+    return new LiteDb(
+      lite,
+      async () => {
+        await lite.close();
+        await release();
+      },
+      options.schema,
+    );
   } catch (error) {
     await release();
     throw error;

@@ -23,10 +23,10 @@ const MS = `interval '1 millisecond'`;
 const ALARM_COLUMNS = `a.id::text AS id, a.owner_did, a.user_id, a.label, a.kind, a.fire_at, a.cron_expr,
   a.timezone, a.next_fire_at, a.scheduled_for, a.conversation_id, a.wake_message, a.payload::text AS payload,
   a.status, a.idempotency_key, a.max_failures, a.failure_count, a.last_error, a.claimed_at, a.require_ack,
-  a.source, a.created_at, a.updated_at, a.last_fired_at`;
+  a.source, a.queue, a.created_at, a.updated_at, a.last_fired_at`;
 
 /** True when the owner withdrew wake `w` (see the module comment). */
-const withdrawn = (w: string) => `EXISTS (SELECT 1 FROM alarms x WHERE x.id = ${w}.alarm_id
+const withdrawn = (w: string) => `EXISTS (SELECT 1 FROM chronos.alarms x WHERE x.id = ${w}.alarm_id
   AND (x.status = 'cancelled' OR (${w}.status = 'pending' AND x.wake_id IS DISTINCT FROM ${w}.id)))`;
 
 // The predicates below repeat the partial indexes' own (migrations/0005) so the planner uses them.
@@ -100,11 +100,11 @@ export interface ReceiptClaim extends OwnedStageClaim {
  */
 const claimNudges = sql(
   'wakes_claim_nudges',
-  `UPDATE wakes w SET nudged_at = now(), nudge_lease_until = now() + $3::float8 * ${MS},
+  `UPDATE chronos.wakes w SET nudged_at = now(), nudge_lease_until = now() + $3::float8 * ${MS},
      nudge_lease_token = gen_random_uuid(), nudge_attempts = w.nudge_attempts + 1, updated_at = now()
-   FROM alarms a
+   FROM chronos.alarms a
    WHERE w.id = ANY(ARRAY(
-       SELECT c.id FROM wakes c
+       SELECT c.id FROM chronos.wakes c
        WHERE ${NUDGE_OPEN('c')}
          AND c.fired_at <= now() - $1::float8 * ${MS}
          AND (c.nudge_lease_until IS NULL OR c.nudge_lease_until <= now())
@@ -157,7 +157,7 @@ export async function wakesClaimNudges(
 const recordStage = (name: string, prefix: 'nudge' | 'escalation' | 'receipt', done: string) =>
   sql(
     name,
-    `UPDATE wakes w SET
+    `UPDATE chronos.wakes w SET
      ${done},
      ${prefix}_lease_until = CASE WHEN o.ok THEN NULL ELSE now() + o.retry_ms * ${MS} END,
      ${prefix}_lease_token = NULL,
@@ -184,12 +184,12 @@ const recordNudges = recordStage(
  */
 const claimEscalations = sql(
   'wakes_claim_escalations',
-  `UPDATE wakes w SET escalation_lease_until = now() + $3::float8 * ${MS},
+  `UPDATE chronos.wakes w SET escalation_lease_until = now() + $3::float8 * ${MS},
      escalation_lease_token = gen_random_uuid(), escalation_attempts = w.escalation_attempts + 1,
      updated_at = now()
-   FROM alarms a
+   FROM chronos.alarms a
    WHERE w.id = ANY(ARRAY(
-       SELECT c.id FROM wakes c
+       SELECT c.id FROM chronos.wakes c
        WHERE ${ESCALATION_OPEN('c')}
          AND c.fired_at <= now() - $1::float8 * ${MS}
          AND (c.escalation_lease_until IS NULL OR c.escalation_lease_until <= now())
@@ -266,11 +266,11 @@ const recordEscalations = recordStage(
  */
 const claimReceipts = sql(
   'wakes_claim_receipts',
-  `UPDATE wakes w SET receipt_lease_until = now() + $2::float8 * ${MS},
+  `UPDATE chronos.wakes w SET receipt_lease_until = now() + $2::float8 * ${MS},
      receipt_lease_token = gen_random_uuid(), receipt_attempts = w.receipt_attempts + 1, updated_at = now()
-   FROM alarms a
+   FROM chronos.alarms a
    WHERE w.id = ANY(ARRAY(
-       SELECT c.id FROM wakes c
+       SELECT c.id FROM chronos.wakes c
        WHERE ${RECEIPT_OPEN('c')}
          AND (c.receipt_lease_until IS NULL OR c.receipt_lease_until <= now())
        ORDER BY c.acknowledged_at
@@ -342,8 +342,8 @@ export async function wakesRecordStage(
  */
 const prune = sql(
   'wakes_prune',
-  `DELETE FROM wakes WHERE id = ANY(ARRAY(
-     SELECT id FROM wakes
+  `DELETE FROM chronos.wakes WHERE id = ANY(ARRAY(
+     SELECT id FROM chronos.wakes
      WHERE status <> 'pending' AND (${RETENTION_FROM}) < now() - $1::float8 * ${MS}
      ORDER BY (${RETENTION_FROM})
      LIMIT $2
@@ -368,10 +368,10 @@ export async function wakesPrune(
 const nextDue = sql(
   'wakes_next_stage_due',
   `SELECT (extract(epoch FROM (least(
-       (SELECT c.fired_at FROM wakes c
+       (SELECT c.fired_at FROM chronos.wakes c
         WHERE ${NUDGE_OPEN('c')} AND c.nudge_lease_until IS NULL AND NOT ${withdrawn('c')}
         ORDER BY c.fired_at LIMIT 1) + $1::float8 * ${MS},
-       (SELECT c.fired_at FROM wakes c
+       (SELECT c.fired_at FROM chronos.wakes c
         WHERE ${ESCALATION_OPEN('c')} AND c.escalation_lease_until IS NULL AND NOT ${withdrawn('c')}
         ORDER BY c.fired_at LIMIT 1) + $2::float8 * ${MS}
      ) - now())) * 1000)::float8 AS ms`,
@@ -404,7 +404,7 @@ const countByStage = sql(
        WHEN NOT require_ack THEN 'delivered'
        ELSE 'awaiting_ack' END AS stage,
      count(*)::int AS n
-   FROM wakes GROUP BY 1`,
+   FROM chronos.wakes GROUP BY 1`,
 );
 
 export const WAKE_STAGES = [
@@ -431,12 +431,12 @@ export async function wakesCountByStage(ex: Executor): Promise<Record<WakeStage,
 const backlog = sql(
   'wakes_stage_backlog',
   `SELECT
-     (SELECT count(*)::int FROM wakes c
+     (SELECT count(*)::int FROM chronos.wakes c
       WHERE ${NUDGE_OPEN('c')} AND c.fired_at <= now() - $1::float8 * ${MS} AND NOT ${withdrawn('c')}) AS nudge,
-     (SELECT count(*)::int FROM wakes c
+     (SELECT count(*)::int FROM chronos.wakes c
       WHERE ${ESCALATION_OPEN('c')} AND c.fired_at <= now() - $2::float8 * ${MS} AND NOT ${withdrawn('c')})
        AS escalation,
-     (SELECT count(*)::int FROM wakes c WHERE ${RECEIPT_OPEN('c')}) AS receipt`,
+     (SELECT count(*)::int FROM chronos.wakes c WHERE ${RECEIPT_OPEN('c')}) AS receipt`,
 );
 
 export async function wakesStageBacklog(

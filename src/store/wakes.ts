@@ -72,7 +72,7 @@ export interface WakeCursor {
 const list = sql(
   'wakes_list',
   `SELECT ${WAKE_COLUMNS}, (extract(epoch FROM created_at) * 1000000)::int8::text AS created_us
-   FROM wakes
+   FROM chronos.wakes
    WHERE owner_did = $1 AND ($2::text IS NULL OR status = $2)
      AND ($3::int8 IS NULL
           OR (created_at, id) < (timestamptz 'epoch' + $3::int8 * interval '1 microsecond', $4::uuid))
@@ -95,7 +95,7 @@ export async function wakesList(
   return rows.map((row) => ({ wake: toWake(row), cursor: { createdUs: row.created_us, id: row.id } }));
 }
 
-const get = sql('wakes_get', `SELECT ${WAKE_COLUMNS} FROM wakes WHERE id = $1 AND owner_did = $2`);
+const get = sql('wakes_get', `SELECT ${WAKE_COLUMNS} FROM chronos.wakes WHERE id = $1 AND owner_did = $2`);
 
 /** One wake of one owner; another owner's wake is as absent as a missing one. */
 export async function wakesGet(ex: Executor, ownerDid: string, id: string): Promise<Wake | null> {
@@ -107,7 +107,7 @@ export async function wakesGet(ex: Executor, ownerDid: string, id: string): Prom
 // acknowledged, failed, or another owner's is left alone and nothing is returned.
 const ack = sql(
   'wakes_ack',
-  `UPDATE wakes SET status = 'acknowledged', acknowledged_at = now(), ack_note = $3, ack_inferred = false,
+  `UPDATE chronos.wakes SET status = 'acknowledged', acknowledged_at = now(), ack_note = $3, ack_inferred = false,
      updated_at = now()
    WHERE id = $1 AND owner_did = $2 AND status IN ('pending', 'delivered')
    RETURNING ${WAKE_COLUMNS}`,
@@ -128,7 +128,7 @@ export async function wakesAck(
 // within the reply window before the database's now(); each once, as above.
 const ackByReply = sql(
   'wakes_ack_by_reply',
-  `UPDATE wakes SET status = 'acknowledged', acknowledged_at = now(), ack_inferred = true, updated_at = now()
+  `UPDATE chronos.wakes SET status = 'acknowledged', acknowledged_at = now(), ack_inferred = true, updated_at = now()
    WHERE owner_did = $1 AND conversation_id = $2 AND status IN ('pending', 'delivered')
      AND (fired_at >= now() - $3::float8 * interval '1 millisecond'
           OR nudged_at >= now() - $3::float8 * interval '1 millisecond')

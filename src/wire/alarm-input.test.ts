@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { createAlarmSchema, parseBody } from './alarm-input.js';
+import { readAlarmBody } from './alarm-input.js';
 import type { ChronosError } from '../errors.js';
 
 function refusal(body: unknown): ChronosError['errors'] {
   try {
-    parseBody(createAlarmSchema, body);
+    readAlarmBody(body, { create: false });
   } catch (error) {
     return (error as ChronosError).errors;
   }
@@ -24,7 +24,34 @@ describe('the create body', () => {
       max_failures: 3,
       require_ack: false,
     };
-    expect(parseBody(createAlarmSchema, body)).toEqual(body);
+    const spec = readAlarmBody(body, { create: true, rawPayload: '{"n": 1}' });
+    expect({ ...spec, payload: spec.payload?.text }).toEqual({
+      label: 'check the build',
+      cron: '0 9 * * MON-FRI',
+      timezone: 'Europe/Paris',
+      conversationId: 'conv-1',
+      wakeMessage: 'Check the build',
+      payload: '{"n": 1}',
+      idempotencyKey: 'k',
+      maxFailures: 3,
+      requireAck: false,
+    });
+  });
+
+  it('suggests the field meant for a misspelt one, or another word for it', () => {
+    expect(refusal({ lable: 'x' })[0]?.message).toContain('did you mean "label"?');
+    expect(refusal({ inSeconds: 5 })[0]?.message).toContain('did you mean "in_seconds"?');
+    expect(refusal({ tz: 'UTC' })[0]?.message).toContain('did you mean "timezone"?');
+    expect(refusal({ zzz: 1 })[0]?.message).not.toContain('did you mean');
+  });
+
+  it('wants exactly one schedule field on a create, at most one on a change', () => {
+    expect(() => readAlarmBody({ label: 'x' }, { create: true })).toThrow(
+      'body: expected exactly one of "at", "in_seconds" or "cron", got none of them; send exactly one',
+    );
+    expect(refusal({ at: '2027-01-01T00:00:00Z', cron: '@daily' })[0]?.message).toBe(
+      'body: expected at most one of "at", "in_seconds" or "cron", got "at" and "cron"; send at most one',
+    );
   });
 
   it('refuses unknown fields by name, with a suggestion', () => {

@@ -1,8 +1,12 @@
 /**
- * The JSON shapes users see (contract §5 and §7). Internal fields — owner, user, fire_at, lease,
- * updated_at — never appear; empty optional strings are omitted from the alarm view.
+ * The JSON shapes callers see (contract §5 and §7), defined once: the view functions, and the
+ * zod schemas that describe them in OpenAPI and in the MCP tools' output schemas. Internal fields
+ * — owner, user, fire_at, lease, queue, updated_at — never appear; empty optional strings are
+ * omitted from the alarm view; null timestamps are shown as null in the wake view.
  */
-import type { Alarm, AlarmView, Wake, WakeView } from '../types.js';
+import { z } from 'zod';
+import type { RawJson } from '../json.js';
+import { ALARM_KINDS, ALARM_STATUSES, WAKE_STATUSES, type Alarm, type Wake } from '../types.js';
 
 /** RFC 3339 UTC with milliseconds: `2027-03-14T07:00:00.000Z`. */
 export function isoTime(date: Date): string {
@@ -10,6 +14,57 @@ export function isoTime(date: Date): string {
 }
 
 const isoOrNull = (date: Date | null) => (date ? date.toISOString() : null);
+
+const time = (what: string) => z.string().describe(`${what}: RFC 3339 in UTC with milliseconds.`);
+const nullableTime = (what: string) =>
+  z.string().nullable().describe(`${what}: RFC 3339 in UTC with milliseconds, or null.`);
+
+export const alarmViewSchema = z
+  .strictObject({
+    id: z.string().describe('The alarm id (UUID).'),
+    label: z.string(),
+    kind: z.enum(ALARM_KINDS),
+    cron_expr: z.string().optional().describe('Present for cron alarms.'),
+    timezone: z.string(),
+    next_fire_at: time('When it is next due (present only while active)').optional(),
+    conversation_id: z.string().optional().describe('Omitted when empty.'),
+    wake_message: z.string(),
+    payload: z.record(z.string(), z.unknown()).describe('As sent, digit for digit.'),
+    status: z.enum(ALARM_STATUSES),
+    idempotency_key: z.string().optional().describe('Omitted when empty.'),
+    max_failures: z.number().int(),
+    failure_count: z.number().int(),
+    last_error: z.string().optional().describe('Omitted when empty.'),
+    created_at: time('When it was created'),
+    last_fired_at: time('When it last fired (omitted until it first fires)').optional(),
+    require_ack: z.boolean(),
+  })
+  .describe('An alarm.');
+
+export const wakeViewSchema = z
+  .strictObject({
+    id: z.string().describe('The wake id (UUID); the `webhook-id` of its delivery.'),
+    alarm_id: z.string(),
+    status: z.enum(WAKE_STATUSES),
+    conversation_id: z.string(),
+    scheduled_for: time('The due instant of the fire'),
+    fired_at: time('When it fired'),
+    delivered_at: nullableTime('When it was delivered'),
+    attempts: z.number().int(),
+    fire_count: z.number().int(),
+    require_ack: z.boolean(),
+    nudged_at: nullableTime('When the nudge was sent'),
+    escalated_at: nullableTime('When it was escalated to a human'),
+    acknowledged_at: nullableTime('When it was acknowledged'),
+    ack_note: z.string().nullable(),
+    ack_inferred: z.boolean(),
+  })
+  .describe('A wake: one fire of an alarm.');
+
+/** The JSON object named `alarm` in every answer; `payload` is spliced in as its stored text. */
+export type AlarmView = Omit<z.infer<typeof alarmViewSchema>, 'payload'> & { payload: RawJson };
+/** The JSON object named `wake`. */
+export type WakeView = z.infer<typeof wakeViewSchema>;
 
 export function alarmView(alarm: Alarm): AlarmView {
   return {

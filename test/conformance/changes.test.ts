@@ -40,7 +40,7 @@ describeEachBackend('conformance: cancel and reschedule', ({ t }) => {
     expect(await dispatcher.runOnce()).toBe(0);
     // Cancelling again answers the cancelled alarm; nothing can bring it back.
     expect((await service.cancel(OWNER, { id: alarm.id })).status).toBe('cancelled');
-    await expect(service.update(OWNER, { id: alarm.id }, { in_seconds: 5 }, api)).rejects.toSatisfy((e) =>
+    await expect(service.update(OWNER, { id: alarm.id }, { inSeconds: 5 }, api)).rejects.toSatisfy((e) =>
       isChronosError(e, 'conflict'),
     );
     expect(await dispatcher.runOnce()).toBe(0);
@@ -70,14 +70,14 @@ describeEachBackend('conformance: cancel and reschedule', ({ t }) => {
 
   it('reschedule-is-atomic: one UPDATE moves the alarm; it fires at the new time only', async () => {
     const service = makeService(t.db);
-    const { alarm } = await service.create(OWNER, { in_seconds: 60, label: 'move me' }, api);
+    const { alarm } = await service.create(OWNER, { inSeconds: 60, label: 'move me' }, api);
     const ex = counting(t.db);
     const moved = await new AlarmService({
       db: ex,
       dbClock: new DbClock(t.db),
       quotas: { maxActiveAlarms: 0, createRatePerMinute: 0, minCronIntervalMs: 0 },
       notifyHorizonMs: 1_000,
-    }).update(OWNER, { id: alarm.id }, { in_seconds: 3_600 }, api);
+    }).update(OWNER, { id: alarm.id }, { inSeconds: 3_600 }, api);
     // One write; the read before it only fetches the zone a new schedule is read in.
     expect(ex.statements.filter((s) => !['db_now', 'alarms_get'].includes(s))).toEqual([
       'alarms_reschedule_by_id',
@@ -99,7 +99,7 @@ describeEachBackend('conformance: cancel and reschedule', ({ t }) => {
 
   it('reschedule-during-delivery: a reschedule landing mid-delivery wins; the alarm fires at its new time', async () => {
     const service = makeService(t.db);
-    const { alarm } = await service.create(OWNER, { in_seconds: 1 }, api);
+    const { alarm } = await service.create(OWNER, { inSeconds: 1 }, api);
     await backdate(t.db, alarm.id, 2_000);
     const held = gate<Delivery>();
     const receiver = new RecordingReceiver();
@@ -108,7 +108,7 @@ describeEachBackend('conformance: cancel and reschedule', ({ t }) => {
     const running = dispatcher.runOnce();
     await until(() => receiver.fires.length === 1, 'the old delivery to start');
 
-    const moved = await service.update(OWNER, { id: alarm.id }, { in_seconds: 600 }, api);
+    const moved = await service.update(OWNER, { id: alarm.id }, { inSeconds: 600 }, api);
     held.open({ ok: true });
     await running;
     const row = await alarmRow(t.db, alarm.id);
@@ -126,7 +126,7 @@ describeEachBackend('conformance: cancel and reschedule', ({ t }) => {
 
   it('owners-are-isolated: another owner’s alarm is exactly as absent as a missing one', async () => {
     const service = makeService(t.db);
-    const { alarm } = await service.create(OWNER, { in_seconds: 600, idempotency_key: 'k' }, api);
+    const { alarm } = await service.create(OWNER, { inSeconds: 600, idempotencyKey: 'k' }, api);
     const missing = '00000000-0000-4000-8000-000000000000';
     const attempts: [string, (id: string) => Promise<unknown>][] = [
       ['get', (id) => service.get(OTHER, id)],

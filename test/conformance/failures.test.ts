@@ -1,3 +1,4 @@
+import { RawJson } from '../../src/json.js';
 import { expect, it } from 'vitest';
 import { describeEachBackend } from '../support/backends.js';
 import {
@@ -19,7 +20,7 @@ const api = { source: 'api' } as const;
 describeEachBackend('conformance: failures and payloads', ({ t }) => {
   it('retry-until-ceiling: failures back off and count up to max_failures, then the once alarm fails', async () => {
     const service = makeService(t.db);
-    const { alarm } = await service.create(OWNER, { in_seconds: 1, max_failures: 3 }, api);
+    const { alarm } = await service.create(OWNER, { inSeconds: 1, maxFailures: 3 }, api);
     await backdate(t.db, alarm.id, 2_000);
     const receiver = new RecordingReceiver();
     receiver.behave = (fire) => ({
@@ -53,7 +54,7 @@ describeEachBackend('conformance: failures and payloads', ({ t }) => {
   });
 
   it('retry-until-ceiling: a failure that retrying cannot mend ends the occurrence at once', async () => {
-    const { alarm } = await makeService(t.db).create(OWNER, { in_seconds: 1, max_failures: 5 }, api);
+    const { alarm } = await makeService(t.db).create(OWNER, { inSeconds: 1, maxFailures: 5 }, api);
     await backdate(t.db, alarm.id, 2_000);
     const receiver = new RecordingReceiver();
     receiver.behave = () => ({
@@ -73,7 +74,7 @@ describeEachBackend('conformance: failures and payloads', ({ t }) => {
 
   it('cron-skip-and-advance: a cron occurrence that exhausts its failures is skipped; the alarm stays active', async () => {
     const service = makeService(t.db);
-    const { alarm } = await service.create(OWNER, { cron: '*/5 * * * *', max_failures: 2 }, api);
+    const { alarm } = await service.create(OWNER, { cron: '*/5 * * * *', maxFailures: 2 }, api);
     await backdate(t.db, alarm.id, 301_000);
     const before = await alarmRow(t.db, alarm.id);
     const receiver = new RecordingReceiver();
@@ -109,8 +110,8 @@ describeEachBackend('conformance: failures and payloads', ({ t }) => {
     const service = makeService(t.db);
     const { alarm } = await service.create(
       OWNER,
-      { in_seconds: 1, payload: JSON.parse(rawPayload), wake_message: wakeMessage, label: 'π ≈ 3.14159' },
-      { source: 'api', rawPayload },
+      { inSeconds: 1, payload: new RawJson(rawPayload), wakeMessage: wakeMessage, label: 'π ≈ 3.14159' },
+      { source: 'api' },
     );
     const expected = JSON.parse(JSON.stringify(alarm.payload.text)) as string;
     for (const digits of [

@@ -1,3 +1,4 @@
+import type { AlarmSpec } from '../../src/core/alarm-spec.js';
 import { expect, it } from 'vitest';
 import { alarmsClaimDue } from '../../src/store/claims.js';
 import { sql } from '../../src/store/db.js';
@@ -20,7 +21,7 @@ import type { Delivery } from '../../src/receivers/receiver.js';
 const api = { source: 'api' } as const;
 
 describeEachBackend('conformance: leases', ({ t, kind }) => {
-  async function dueAlarm(body: Record<string, unknown> = { in_seconds: 1 }) {
+  async function dueAlarm(body: AlarmSpec = { inSeconds: 1 }) {
     const { alarm } = await makeService(t.db).create(OWNER, body, api);
     await backdate(t.db, alarm.id, 2_000);
     return alarm;
@@ -38,7 +39,10 @@ describeEachBackend('conformance: leases', ({ t, kind }) => {
     // No transaction is held open: the row can be read and written at once.
     const row = await alarmRow(t.db, alarm.id);
     expect(row.claimed_at).not.toBeNull();
-    await t.db.query(sql('test_touch', 'UPDATE alarms SET label = $2 WHERE id = $1'), [alarm.id, 'touched']);
+    await t.db.query(sql('test_touch', 'UPDATE chronos.alarms SET label = $2 WHERE id = $1'), [
+      alarm.id,
+      'touched',
+    ]);
 
     const other = new RecordingReceiver();
     expect(await makeDispatcher(t.db, other).runOnce()).toBe(0);
@@ -52,7 +56,7 @@ describeEachBackend('conformance: leases', ({ t, kind }) => {
   it('lease-lapse-reclaims: once a lease lapses another worker takes the alarm, with the same wake id', async () => {
     const alarm = await dueAlarm();
     // A worker claimed it and died: the claim is written, the delivery never recorded.
-    const [dead] = await alarmsClaimDue(t.db, 10, 30_000);
+    const [dead] = await alarmsClaimDue(t.db, 'router', 10, 30_000);
     expect(dead?.alarm.id).toBe(alarm.id);
 
     const receiver = new RecordingReceiver();
@@ -67,7 +71,7 @@ describeEachBackend('conformance: leases', ({ t, kind }) => {
   });
 
   it('fencing-stale-worker: a worker whose lease lapsed cannot record over the newer claim', async () => {
-    const alarm = await dueAlarm({ in_seconds: 1, max_failures: 1 });
+    const alarm = await dueAlarm({ inSeconds: 1, maxFailures: 1 });
     const held = gate<Delivery>();
     const stale = new RecordingReceiver();
     stale.behave = () => held.promise;
@@ -92,7 +96,7 @@ describeEachBackend('conformance: leases', ({ t, kind }) => {
   it('claim-is-one-statement: a batch of due alarms is claimed by a single statement', async () => {
     for (let i = 0; i < 5; i++) await dueAlarm();
     const ex = counting(t.db);
-    const claims = await alarmsClaimDue(ex, 10, 30_000);
+    const claims = await alarmsClaimDue(ex, 'router', 10, 30_000);
     expect(claims).toHaveLength(5);
     expect(ex.statements).toEqual(['alarms_claim_due']);
     // And every claimed alarm has its wake row, written by that same statement.
@@ -105,7 +109,7 @@ describeEachBackend('conformance: leases', ({ t, kind }) => {
     const plan = await t.db.transaction(async (tx) => {
       await tx.exec('SET LOCAL plan_cache_mode = force_generic_plan');
       await tx.exec(`PREPARE claim_plan(int, int) AS
-        SELECT id FROM alarms WHERE status = 'active' AND next_fire_at <= now()
+        SELECT id FROM chronos.alarms WHERE status = 'active' AND next_fire_at <= now()
           AND (claimed_at IS NULL OR claimed_at <= now() - $2::int * interval '1 millisecond')
         ORDER BY next_fire_at LIMIT $1 FOR UPDATE SKIP LOCKED`);
       const rows = await tx.query<Record<string, string>>(
@@ -114,7 +118,7 @@ describeEachBackend('conformance: leases', ({ t, kind }) => {
       await tx.exec('DEALLOCATE claim_plan');
       return rows.map((r) => Object.values(r)[0]).join('\n');
     });
-    expect(plan).toContain('alarms_due_idx');
+    expect(plan).toContain('alarms_claim_idx');
     expect(plan).not.toMatch(/Seq Scan on alarms/);
   });
 
@@ -126,10 +130,12 @@ describeEachBackend('conformance: leases', ({ t, kind }) => {
       const service = makeService(t.db);
       const ids = new Set<string>();
       for (let i = 0; i < 200; i++) {
-        const { alarm } = await service.create(OWNER, { in_seconds: 1 }, api);
+        const { alarm } = await service.create(OWNER, { inSeconds: 1 }, api);
         ids.add(alarm.id);
       }
-      await t.db.query(sql('test_all_due', "UPDATE alarms SET next_fire_at = now() - interval '1 second'"));
+      await t.db.query(
+        sql('test_all_due', "UPDATE chronos.alarms SET next_fire_at = now() - interval '1 second'"),
+      );
       const receivers = Array.from({ length: 4 }, () => new RecordingReceiver());
       const workers = receivers.map((r) => makeDispatcher(t.openPool(3), r, { batchSize: 7 }));
       let claimed = 0;

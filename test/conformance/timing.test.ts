@@ -21,8 +21,8 @@ describeEachBackend('conformance: when alarms fire', ({ t }) => {
     const service = makeService(t.db);
     const receiver = new RecordingReceiver();
     const dispatcher = makeDispatcher(t.db, receiver);
-    const later = await service.create(OWNER, { in_seconds: 3 }, api);
-    const due = await service.create(OWNER, { in_seconds: 60 }, api);
+    const later = await service.create(OWNER, { inSeconds: 3 }, api);
+    const due = await service.create(OWNER, { inSeconds: 60 }, api);
     await backdate(t.db, due.alarm.id, 60_000);
 
     expect(await dispatcher.runOnce()).toBe(1);
@@ -36,7 +36,7 @@ describeEachBackend('conformance: when alarms fire', ({ t }) => {
 
   it('fires-after-restart: an alarm written before a restart fires after it', async () => {
     const service = makeService(t.db);
-    const { alarm } = await service.create(OWNER, { in_seconds: 30, wake_message: 'still here' }, api);
+    const { alarm } = await service.create(OWNER, { inSeconds: 30, wakeMessage: 'still here' }, api);
     await t.restart();
 
     await backdate(t.db, alarm.id, 30_000);
@@ -48,7 +48,7 @@ describeEachBackend('conformance: when alarms fire', ({ t }) => {
 
   it('missed-once-fires-once: a one-shot that fell due while nothing ran fires once, late', async () => {
     const service = makeService(t.db);
-    const { alarm } = await service.create(OWNER, { in_seconds: 10 }, api);
+    const { alarm } = await service.create(OWNER, { inSeconds: 10 }, api);
     await backdate(t.db, alarm.id, 3_600_000 + 10_000);
     const receiver = new RecordingReceiver();
     const dispatcher = makeDispatcher(t.db, receiver);
@@ -83,7 +83,7 @@ describeEachBackend('conformance: when alarms fire', ({ t }) => {
     const service = makeService(t.db);
     const ids: string[] = [];
     for (const ageMs of [5_000, 50_000, 20_000, 40_000]) {
-      const { alarm } = await service.create(OWNER, { in_seconds: 1 }, api);
+      const { alarm } = await service.create(OWNER, { inSeconds: 1 }, api);
       await backdate(t.db, alarm.id, ageMs + 1_000);
       ids.push(alarm.id);
     }
@@ -97,7 +97,7 @@ describeEachBackend('conformance: when alarms fire', ({ t }) => {
 
   it('lateness-reported: every delivery reports how late it was, stored and exported', async () => {
     const service = makeService(t.db);
-    const { alarm } = await service.create(OWNER, { in_seconds: 5 }, api);
+    const { alarm } = await service.create(OWNER, { inSeconds: 5 }, api);
     await backdate(t.db, alarm.id, 5_000 + 2_500);
     const receiver = new RecordingReceiver();
     const metrics = new Metrics();
@@ -117,7 +117,7 @@ describeEachBackend('conformance: when alarms fire', ({ t }) => {
     // This process's clock runs a day ahead; the alarm is due in a minute by the database.
     const fast = new TestClock(new Date(Date.now() + 86_400_000));
     const service = makeService(t.db, { clock: fast });
-    const { alarm } = await service.create(OWNER, { in_seconds: 60 }, api);
+    const { alarm } = await service.create(OWNER, { inSeconds: 60 }, api);
     const row = await alarmRow(t.db, alarm.id);
     const dbNow = (await t.db.query<{ now: Date }>({ name: 'test_now', text: 'SELECT now() AS now' }))[0]!
       .now;

@@ -51,7 +51,7 @@ describeEachBackend('conformance: the caller’s transaction', ({ t, kind }) => 
 
   it('idempotent-create: the same key twice is one alarm, the second answer deduped', async () => {
     const service = makeService(t.db);
-    const body = { in_seconds: 600, idempotency_key: 'build-check', label: 'first' };
+    const body = { inSeconds: 600, idempotencyKey: 'build-check', label: 'first' };
     const first = await service.create(OWNER, body, { source: 'api' });
     const second = await service.create(OWNER, { ...body, label: 'second' }, { source: 'api' });
     expect(first.deduped).toBe(false);
@@ -78,7 +78,7 @@ describeEachBackend('conformance: the caller’s transaction', ({ t, kind }) => 
       const service = makeService(t.db);
       const results = await Promise.all(
         Array.from({ length: 8 }, () =>
-          service.create(OWNER, { in_seconds: 600, idempotency_key: 'race' }, { source: 'api' }),
+          service.create(OWNER, { inSeconds: 600, idempotencyKey: 'race' }, { source: 'api' }),
         ),
       );
       expect(new Set(results.map((r) => r.alarm.id)).size).toBe(1);

@@ -8,8 +8,9 @@ import { OWNER } from '../support/harness.js';
 // each page of `alarms` (migration 0007) is for.
 const writeDue = sql(
   'test_write_due_together',
-  `INSERT INTO alarms (owner_did, user_id, kind, fire_at, next_fire_at, scheduled_for, idempotency_key, source)
-   SELECT $2, $3, 'once', now(), now(), now(), 'together-' || i, 'library'
+  `INSERT INTO chronos.alarms (owner_did, user_id, kind, fire_at, next_fire_at, scheduled_for, idempotency_key, source,
+     queue)
+   SELECT $2, $3, 'once', now(), now(), now(), 'together-' || i, 'library', 'router'
    FROM generate_series(1, $1::int) AS i`,
 );
 
@@ -24,7 +25,7 @@ describeEachBackend('claim', ({ t }) => {
   it('a batch of alarms written and due together is claimed with heap-only updates: no index entry added', async () => {
     await t.db.query(writeDue, [200, OWNER.did, OWNER.userId]);
     const counts = await t.db.transaction(async (tx) => {
-      const claims = await alarmsClaimDue(tx, 200, 30_000);
+      const claims = await alarmsClaimDue(tx, 'router', 200, 30_000);
       expect(claims).toHaveLength(200);
       return (await tx.query<{ updated: number; heap_only: number }>(updates))[0];
     });

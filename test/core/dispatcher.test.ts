@@ -79,7 +79,7 @@ describeEachBackend('dispatcher', ({ t, kind }) => {
   });
 
   it('stop() lets deliveries under way finish within the grace period', async () => {
-    const { alarm } = await makeService(t.db).create(OWNER, { in_seconds: 1 }, api);
+    const { alarm } = await makeService(t.db).create(OWNER, { inSeconds: 1 }, api);
     await backdate(t.db, alarm.id, 2_000);
     const held = gate<Delivery>();
     const receiver = new RecordingReceiver();
@@ -94,7 +94,7 @@ describeEachBackend('dispatcher', ({ t, kind }) => {
   });
 
   it('stop() gives back the leases of deliveries that outlive the grace period', async () => {
-    const { alarm } = await makeService(t.db).create(OWNER, { in_seconds: 1 }, api);
+    const { alarm } = await makeService(t.db).create(OWNER, { inSeconds: 1 }, api);
     await backdate(t.db, alarm.id, 2_000);
     const clock = new TestClock();
     const receiver = new RecordingReceiver();
@@ -124,7 +124,7 @@ describeEachBackend('dispatcher', ({ t, kind }) => {
 
   it('a cron alarm that requires an ack coalesces fires into its unacknowledged wake', async () => {
     const service = makeService(t.db);
-    const { alarm } = await service.create(OWNER, { cron: '* * * * *', require_ack: true }, api);
+    const { alarm } = await service.create(OWNER, { cron: '* * * * *', requireAck: true }, api);
     const receiver = new RecordingReceiver();
     const dispatcher = makeDispatcher(t.db, receiver);
     await backdate(t.db, alarm.id, 61_000);
@@ -143,9 +143,10 @@ describeEachBackend('dispatcher', ({ t, kind }) => {
     expect(row.last_fired_at).not.toBeNull();
 
     // Once that wake was escalated, the next fire opens and delivers a fresh wake.
-    await t.db.query(sql('test_escalate', 'UPDATE wakes SET escalated_at = now() WHERE alarm_id = $1'), [
-      alarm.id,
-    ]);
+    await t.db.query(
+      sql('test_escalate', 'UPDATE chronos.wakes SET escalated_at = now() WHERE alarm_id = $1'),
+      [alarm.id],
+    );
     await backdate(t.db, alarm.id, 61_000);
     expect(await dispatcher.runOnce()).toBe(1);
     expect(receiver.fires).toHaveLength(2);
@@ -156,7 +157,7 @@ describeEachBackend('dispatcher', ({ t, kind }) => {
   it('records a whole batch of outcomes in one statement', async () => {
     const service = makeService(t.db);
     for (let i = 0; i < 6; i++) {
-      const { alarm } = await service.create(OWNER, { in_seconds: 1 }, api);
+      const { alarm } = await service.create(OWNER, { inSeconds: 1 }, api);
       await backdate(t.db, alarm.id, 2_000);
     }
     const statements: string[] = [];

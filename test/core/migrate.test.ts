@@ -6,7 +6,10 @@ import { MIGRATIONS_DIR, migrate, migrationFiles, pendingMigrations } from '../.
 import { sql } from '../../src/store/db.js';
 import { describeEachBackend, postgresOnly } from '../support/backends.js';
 
-const versions = sql('test_versions', 'SELECT version FROM chronos_schema_migrations ORDER BY version');
+const versions = sql(
+  'test_versions',
+  'SELECT version FROM chronos.chronos_schema_migrations ORDER BY version',
+);
 
 describeEachBackend('migrations', ({ t, kind }) => {
   it('are recorded in chronos_schema_migrations, and applying them again is a no-op', async () => {
@@ -28,7 +31,7 @@ describeEachBackend('migrations', ({ t, kind }) => {
     await expect(migrate(t.db, dir)).rejects.toThrow(/no_such_function/);
     const exists = sql(
       'test_extra_exists',
-      "SELECT to_regclass('extra_a') IS NOT NULL AS a, to_regclass('extra_b') IS NOT NULL AS b",
+      "SELECT to_regclass('chronos.extra_a') IS NOT NULL AS a, to_regclass('chronos.extra_b') IS NOT NULL AS b",
     );
     expect((await t.db.query(exists))[0]).toEqual({ a: false, b: false });
 
@@ -36,8 +39,8 @@ describeEachBackend('migrations', ({ t, kind }) => {
     expect(await migrate(t.db, dir)).toEqual(['9998_extra', '9999_broken']);
     expect(await migrate(t.db, dir)).toEqual([]);
     expect((await t.db.query(exists))[0]).toEqual({ a: true, b: true });
-    await t.db.exec('DROP TABLE extra_a; DROP TABLE extra_b');
-    await t.db.exec("DELETE FROM chronos_schema_migrations WHERE version LIKE '999%'");
+    await t.db.exec('DROP TABLE chronos.extra_a; DROP TABLE chronos.extra_b');
+    await t.db.exec("DELETE FROM chronos.chronos_schema_migrations WHERE version LIKE '999%'");
   });
 
   postgresOnly(
@@ -51,7 +54,7 @@ describeEachBackend('migrations', ({ t, kind }) => {
       const [a, b] = await Promise.all([migrate(t.openPool(1), dir), migrate(t.openPool(1), dir)]);
       expect([...a, ...b]).toEqual(['9997_race']);
       await t.db.exec(
-        "DROP TABLE race_once; DELETE FROM chronos_schema_migrations WHERE version = '9997_race'",
+        "DROP TABLE chronos.race_once; DELETE FROM chronos.chronos_schema_migrations WHERE version = '9997_race'",
       );
     },
   );

@@ -2,7 +2,12 @@ import { randomBytes } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Sink } from '../support/sink.js';
-import { createDeliveryAgent, parseRetryAfter, postSigned, type SignedPost } from '../../src/receivers/http-post.js';
+import {
+  createDeliveryAgent,
+  parseRetryAfter,
+  postSigned,
+  type SignedPost,
+} from '../../src/receivers/http-post.js';
 
 const SECRET = `whsec_${randomBytes(24).toString('base64')}`;
 

@@ -61,7 +61,7 @@ describeEachBackend('the service chooses its receiver from the configuration', (
     expect(lines.some((l) => l.level === 40 && /CHRONOS_ROUTER_URL is not set/.test(String(l.msg)))).toBe(
       true,
     );
-    const { alarm } = await service.alarms.create(OWNER, { in_seconds: 60, wake_message: 'hello' }, api);
+    const { alarm } = await service.alarms.create(OWNER, { inSeconds: 60, wakeMessage: 'hello' }, api);
     await backdate(t.db, alarm.id, 61_000);
     expect(await service.dispatcher.runOnce()).toBe(1);
 
@@ -79,7 +79,7 @@ describeEachBackend('the service chooses its receiver from the configuration', (
     expect(service.receiver).toBeInstanceOf(WebhookReceiver);
     // Only the server's own settings may draw a warning here (autovacuum, next test).
     expect(lines.filter((l) => l.level === 40 && !/autovacuum/.test(String(l.msg)))).toEqual([]);
-    const { alarm } = await service.alarms.create(OWNER, { in_seconds: 60 }, api);
+    const { alarm } = await service.alarms.create(OWNER, { inSeconds: 60 }, api);
     await backdate(t.db, alarm.id, 61_000);
     expect(await service.dispatcher.runOnce()).toBe(1);
 
@@ -104,7 +104,7 @@ describeEachBackend('the service chooses its receiver from the configuration', (
     expect(lines.some((l) => l.level === 40 && /CHRONOS_WEBHOOK_SECRET is not set/.test(String(l.msg)))).toBe(
       true,
     );
-    const { alarm } = await service.alarms.create(OWNER, { in_seconds: 60 }, api);
+    const { alarm } = await service.alarms.create(OWNER, { inSeconds: 60 }, api);
     await backdate(t.db, alarm.id, 61_000);
     await service.dispatcher.runOnce();
     expect(sink.requests[0]!.headers['webhook-signature']).toBeUndefined();
@@ -114,7 +114,7 @@ describeEachBackend('the service chooses its receiver from the configuration', (
   it('exports delivery metrics: outcomes, attempt latency by result, and the retry queue depth', async () => {
     const { service } = await open({ CHRONOS_ROUTER_URL: sink.url(), CHRONOS_WEBHOOK_SECRET: newSecret() });
     for (const label of ['ok', 'busy', 'gone']) {
-      const { alarm } = await service.alarms.create(OWNER, { in_seconds: 60, label }, api);
+      const { alarm } = await service.alarms.create(OWNER, { inSeconds: 60, label }, api);
       await backdate(t.db, alarm.id, 61_000);
     }
     sink.respond = (request) => {

@@ -36,7 +36,7 @@ export function webhookDispatcher(
 const attemptsStmt = sql(
   'test_attempts_of',
   `SELECT t.attempt, t.outcome, t.status_code, t.error, t.started_at, t.duration_ms
-   FROM wake_attempts t JOIN wakes w ON w.id = t.wake_id
+   FROM chronos.wake_attempts t JOIN chronos.wakes w ON w.id = t.wake_id
    WHERE w.alarm_id = $1 ORDER BY t.started_at, t.attempt`,
 );
 

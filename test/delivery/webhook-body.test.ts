@@ -1,3 +1,4 @@
+import { RawJson } from '../../src/json.js';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { rawMember } from '../../src/json.js';
@@ -51,11 +52,11 @@ describeEachBackend('webhook delivery: the body and its signature', ({ t }) => {
     const { alarm } = await makeService(t.db).create(
       OWNER,
       {
-        in_seconds: 60,
+        inSeconds: 60,
         label: 'standup',
-        conversation_id: 'conv-42',
-        wake_message: 'Time for the standup',
-        payload: { room: 'a' },
+        conversationId: 'conv-42',
+        wakeMessage: 'Time for the standup',
+        payload: new RawJson('{"room": "a"}'),
       },
       api,
     );
@@ -111,8 +112,8 @@ describeEachBackend('webhook delivery: the body and its signature', ({ t }) => {
     const label = 'π ≈ 3.14159 🧪';
     const { alarm } = await makeService(t.db).create(
       OWNER,
-      { in_seconds: 60, payload: JSON.parse(rawPayload), wake_message: wakeMessage, label },
-      { ...api, rawPayload },
+      { inSeconds: 60, payload: new RawJson(rawPayload), wakeMessage: wakeMessage, label },
+      api,
     );
     await backdate(t.db, alarm.id, 61_000);
     const { dispatcher } = deliveryWith();
@@ -141,7 +142,7 @@ describeEachBackend('webhook delivery: the body and its signature', ({ t }) => {
 
   it('during a secret rotation both signatures are sent, and a receiver holding either one accepts', async () => {
     const next = newSecret();
-    const { alarm } = await makeService(t.db).create(OWNER, { in_seconds: 60 }, api);
+    const { alarm } = await makeService(t.db).create(OWNER, { inSeconds: 60 }, api);
     await backdate(t.db, alarm.id, 61_000);
     const { dispatcher } = deliveryWith([secret, next]);
     await dispatcher.runOnce();
@@ -154,7 +155,7 @@ describeEachBackend('webhook delivery: the body and its signature', ({ t }) => {
   });
 
   it('a cron fire says kind "cron", and each occurrence is a new wake with its own webhook-id', async () => {
-    const { alarm } = await makeService(t.db).create(OWNER, { cron: '*/5 * * * *', require_ack: false }, api);
+    const { alarm } = await makeService(t.db).create(OWNER, { cron: '*/5 * * * *', requireAck: false }, api);
     const { dispatcher } = deliveryWith();
     await backdate(t.db, alarm.id, 301_000);
     await dispatcher.runOnce();
@@ -171,7 +172,7 @@ describeEachBackend('webhook delivery: the body and its signature', ({ t }) => {
   });
 
   it('a cron fire absorbed by an unacknowledged wake (require_ack) is counted on it, not POSTed again', async () => {
-    const { alarm } = await makeService(t.db).create(OWNER, { cron: '*/5 * * * *', require_ack: true }, api);
+    const { alarm } = await makeService(t.db).create(OWNER, { cron: '*/5 * * * *', requireAck: true }, api);
     const { dispatcher } = deliveryWith();
     await backdate(t.db, alarm.id, 301_000);
     await dispatcher.runOnce();

@@ -1,3 +1,4 @@
+import type { AlarmSpec } from '../../src/core/alarm-spec.js';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { alarmsClaimDue } from '../../src/store/claims.js';
 import type { Alarm } from '../../src/types.js';
@@ -16,8 +17,8 @@ describeEachBackend('webhook delivery: router faults', ({ t }) => {
     closers.push(() => delivery.receiver.close());
     return delivery;
   };
-  const dueOnce = async (body: Record<string, unknown> = {}) => {
-    const { alarm } = await makeService(t.db).create(OWNER, { in_seconds: 60, ...body }, api);
+  const dueOnce = async (body: AlarmSpec = {}) => {
+    const { alarm } = await makeService(t.db).create(OWNER, { inSeconds: 60, ...body }, api);
     await backdate(t.db, alarm.id, 61_000);
     return alarm;
   };
@@ -38,7 +39,7 @@ describeEachBackend('webhook delivery: router faults', ({ t }) => {
     const service = makeService(t.db);
     const onces: Alarm[] = [];
     for (let i = 0; i < 4; i++) onces.push(await dueOnce({ label: `once-${i}` }));
-    const { alarm: cron } = await service.create(OWNER, { cron: '*/5 * * * *', require_ack: false }, api);
+    const { alarm: cron } = await service.create(OWNER, { cron: '*/5 * * * *', requireAck: false }, api);
     await backdate(t.db, cron.id, 301_000);
     const alarms = [...onces, cron];
     const { receiver, dispatcher } = delivering();
@@ -112,7 +113,7 @@ describeEachBackend('webhook delivery: router faults', ({ t }) => {
 
   it('with holding turned off, each wake retries with backoff through the outage and is delivered once', async () => {
     const alarms: Alarm[] = [];
-    for (let i = 0; i < 3; i++) alarms.push(await dueOnce({ label: `once-${i}`, max_failures: 10 }));
+    for (let i = 0; i < 3; i++) alarms.push(await dueOnce({ label: `once-${i}`, maxFailures: 10 }));
     const { dispatcher } = delivering({ receiver: { holdAfter: Number.POSITIVE_INFINITY } });
 
     await sink.down();
@@ -184,7 +185,7 @@ describeEachBackend('webhook delivery: router faults', ({ t }) => {
 
     // The dead worker: it claimed the alarm (wake row written), POSTed it, and died before
     // recording anything. Its lease is then as old as a dead worker's lease gets.
-    const [claim] = await alarmsClaimDue(t.db, 10, 30_000);
+    const [claim] = await alarmsClaimDue(t.db, 'router', 10, 30_000);
     expect(claim!.alarm.id).toBe(alarm.id);
     const first = await receiver.deliver(
       {
@@ -219,7 +220,7 @@ describeEachBackend('webhook delivery: router faults', ({ t }) => {
   it('kill -9 before the POST: the wake is delivered after the lease lapses, never lost', async () => {
     const alarm = await dueOnce();
     const { dispatcher } = delivering();
-    const [claim] = await alarmsClaimDue(t.db, 10, 30_000);
+    const [claim] = await alarmsClaimDue(t.db, 'router', 10, 30_000);
     await lapseLease(t.db, alarm.id);
     expect(await dispatcher.runOnce()).toBe(1);
     expect(sink.requests.map((r) => r.headers['webhook-id'])).toEqual([claim!.wakeId]);

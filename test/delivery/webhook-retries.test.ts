@@ -1,3 +1,4 @@
+import type { AlarmSpec } from '../../src/core/alarm-spec.js';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { describeEachBackend } from '../support/backends.js';
 import { alarmRow, backdate, dueNow, makeService, OWNER, wakesOf } from '../support/harness.js';
@@ -20,8 +21,8 @@ describeEachBackend('webhook delivery: answers, retries and the failure ceiling'
     closers.push(() => delivery.receiver.close());
     return delivery.dispatcher;
   };
-  const dueOnce = async (body: Record<string, unknown> = {}) => {
-    const { alarm } = await makeService(t.db).create(OWNER, { in_seconds: 60, ...body }, api);
+  const dueOnce = async (body: AlarmSpec = {}) => {
+    const { alarm } = await makeService(t.db).create(OWNER, { inSeconds: 60, ...body }, api);
     await backdate(t.db, alarm.id, 61_000);
     return alarm;
   };
@@ -147,7 +148,7 @@ describeEachBackend('webhook delivery: answers, retries and the failure ceiling'
     [404, 'Not Found'],
     [410, 'Gone'],
   ])('a %i answer fails the once alarm at once: recorded, not retried', async (status, reason) => {
-    const alarm = await dueOnce({ max_failures: 5 });
+    const alarm = await dueOnce({ maxFailures: 5 });
     const dispatcher = delivering();
     sink.answer({ status });
     expect(await dispatcher.runOnce()).toBe(1);
@@ -170,7 +171,7 @@ describeEachBackend('webhook delivery: answers, retries and the failure ceiling'
   });
 
   it('a 4xx on a cron occurrence skips it: the alarm advances and stays active', async () => {
-    const { alarm } = await makeService(t.db).create(OWNER, { cron: '*/5 * * * *', max_failures: 5 }, api);
+    const { alarm } = await makeService(t.db).create(OWNER, { cron: '*/5 * * * *', maxFailures: 5 }, api);
     await backdate(t.db, alarm.id, 301_000);
     const dispatcher = delivering();
     sink.answer({ status: 404 });
@@ -186,7 +187,7 @@ describeEachBackend('webhook delivery: answers, retries and the failure ceiling'
   });
 
   it('a router answering 500 forever: the once alarm ends failed with last_error after max_failures', async () => {
-    const alarm = await dueOnce({ max_failures: 3 });
+    const alarm = await dueOnce({ maxFailures: 3 });
     const dispatcher = delivering();
     sink.always({ status: 500, body: 'database is on fire' });
     for (let pass = 1; pass <= 3; pass++) {
@@ -210,7 +211,7 @@ describeEachBackend('webhook delivery: answers, retries and the failure ceiling'
   it('a router answering 500 forever: the cron alarm skips the occurrence, advances and stays active', async () => {
     const { alarm } = await makeService(t.db).create(
       OWNER,
-      { cron: '*/5 * * * *', max_failures: 2, require_ack: false },
+      { cron: '*/5 * * * *', maxFailures: 2, requireAck: false },
       api,
     );
     await backdate(t.db, alarm.id, 301_000);

@@ -15,7 +15,10 @@ import {
   type TestApp,
 } from './support.js';
 
-const rawPayload = sql('test_http_raw_payload', 'SELECT payload::text AS payload FROM alarms WHERE id = $1');
+const rawPayload = sql(
+  'test_http_raw_payload',
+  'SELECT payload::text AS payload FROM chronos.alarms WHERE id = $1',
+);
 
 describeEachBackend('HTTP: alarms', ({ t }) => {
   let h: TestApp;

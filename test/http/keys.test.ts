@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
-import { buildApp } from '../../src/http/app.js';
+import { createApp } from '../../src/server.js';
 import { silentLogger } from '../../src/logger.js';
 import { ChronosService } from '../../src/service.js';
 import { sql } from '../../src/store/db.js';
@@ -9,7 +9,10 @@ import { describeEachBackend, postgresOnly } from '../support/backends.js';
 import { RecordingReceiver, until } from '../support/harness.js';
 import { call, openTestApp, OWNER, type TestApp } from './support.js';
 
-const keyRows = sql('test_http_key_rows', 'SELECT row_to_json(k)::text AS row, key_hash FROM api_keys k');
+const keyRows = sql(
+  'test_http_key_rows',
+  'SELECT row_to_json(k)::text AS row, key_hash FROM chronos.api_keys k',
+);
 
 describeEachBackend('HTTP: API keys', ({ t, kind }) => {
   let h: TestApp;
@@ -61,7 +64,7 @@ describeEachBackend('HTTP: API keys', ({ t, kind }) => {
         logger: silentLogger,
         receiver: new RecordingReceiver(),
       });
-      const otherApp = await buildApp(other);
+      const otherApp = await createApp(other);
       await other.start(); // listens for revocations
       let forgotten = 0;
       const forget = other.keys.forget.bind(other.keys);

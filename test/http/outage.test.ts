@@ -9,7 +9,8 @@
 import { createServer, connect, type AddressInfo, type Server, type Socket } from 'node:net';
 import { afterEach, beforeEach, expect } from 'vitest';
 import { loadConfig } from '../../src/config.js';
-import { buildApp, type ChronosApp } from '../../src/http/app.js';
+import type { ChronosApp } from '../../src/http/app.js';
+import { createApp } from '../../src/server.js';
 import { silentLogger } from '../../src/logger.js';
 import { ChronosService } from '../../src/service.js';
 import { describeEachBackend, postgresOnly } from '../support/backends.js';
@@ -73,7 +74,7 @@ describeEachBackend('HTTP: database outage', ({ t, kind }) => {
       }),
       { logger: silentLogger },
     );
-    app = await buildApp(service);
+    app = await createApp(service);
     key = (await service.keys.create(OWNER.did)).key;
   });
   afterEach(async () => {

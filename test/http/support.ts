@@ -6,7 +6,8 @@
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { loadConfig } from '../../src/config.js';
-import { buildApp, type ChronosApp } from '../../src/http/app.js';
+import type { ChronosApp } from '../../src/http/app.js';
+import { createApp } from '../../src/server.js';
 import { silentLogger, type Logger } from '../../src/logger.js';
 import { ChronosService } from '../../src/service.js';
 import { sql, type Db } from '../../src/store/db.js';
@@ -58,7 +59,7 @@ export async function openTestApp(
   const logger = options.captureLogs ? capturingLogger(logs) : silentLogger;
   const receiver = new RecordingReceiver();
   const service = await ChronosService.open(config, { db, logger, receiver });
-  const app = await buildApp(service);
+  const app = await createApp(service);
   const owner = await service.keys.create(OWNER.did, 'test');
   const other = await service.keys.create(OTHER.did, 'other');
   return {
@@ -117,10 +118,10 @@ export async function call(
 
 const counts = sql(
   'test_http_counts',
-  `SELECT (SELECT count(*)::int FROM alarms) AS alarms, (SELECT count(*)::int FROM wakes) AS wakes,
-     (SELECT count(*)::int FROM api_keys) AS keys,
-     (SELECT coalesce(max(updated_at), 'epoch')::text FROM alarms) AS alarms_changed,
-     (SELECT coalesce(max(updated_at), 'epoch')::text FROM wakes) AS wakes_changed`,
+  `SELECT (SELECT count(*)::int FROM chronos.alarms) AS alarms, (SELECT count(*)::int FROM chronos.wakes) AS wakes,
+     (SELECT count(*)::int FROM chronos.api_keys) AS keys,
+     (SELECT coalesce(max(updated_at), 'epoch')::text FROM chronos.alarms) AS alarms_changed,
+     (SELECT coalesce(max(updated_at), 'epoch')::text FROM chronos.wakes) AS wakes_changed`,
 );
 
 /** A fingerprint of everything a request could write: equal before and after means nothing was. */

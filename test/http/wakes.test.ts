@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
-import { buildApp } from '../../src/http/app.js';
+import { createApp } from '../../src/server.js';
 import { silentLogger } from '../../src/logger.js';
 import { ChronosService } from '../../src/service.js';
 import { sql } from '../../src/store/db.js';
@@ -19,10 +19,10 @@ import {
 
 const ageWake = sql(
   'test_http_age_wake',
-  `UPDATE wakes SET fired_at = fired_at - $2::int * interval '1 millisecond',
+  `UPDATE chronos.wakes SET fired_at = fired_at - $2::int * interval '1 millisecond',
      created_at = created_at - $2::int * interval '1 millisecond' WHERE id = $1`,
 );
-const nudgeWake = sql('test_http_nudge_wake', `UPDATE wakes SET nudged_at = now() WHERE id = $1`);
+const nudgeWake = sql('test_http_nudge_wake', `UPDATE chronos.wakes SET nudged_at = now() WHERE id = $1`);
 
 describeEachBackend('HTTP: wakes', ({ t, kind }) => {
   let h: TestApp;
@@ -198,7 +198,7 @@ describeEachBackend('HTTP: wakes', ({ t, kind }) => {
         logger: silentLogger,
         receiver: new RecordingReceiver(),
       });
-      const secondApp = await buildApp(second);
+      const secondApp = await createApp(second);
       const seen: string[] = [];
       h.service.wakes.onAcknowledged((ws) => void seen.push(...ws.map((w) => w.id)));
       second.wakes.onAcknowledged((ws) => void seen.push(...ws.map((w) => w.id)));

@@ -9,7 +9,7 @@ import { existsSync } from 'node:fs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { silentLogger } from '../../src/logger.js';
-import { startServer, type RunningServer } from '../../src/cli/commands/serve.js';
+import { startServer, type RunningServer } from '../../src/server.js';
 import { lockPath, openEmbedded } from '../../src/store/embedded.js';
 import { sql } from '../../src/store/db.js';
 import { createTestDatabase, type TestDatabase } from '../support/databases.js';
@@ -35,7 +35,7 @@ import { describePostgresOnly } from '../support/backends.js';
 
 const SLOW = 120_000;
 
-const sources = sql('test_mcp_sources', 'SELECT source, label FROM alarms ORDER BY created_at');
+const sources = sql('test_mcp_sources', 'SELECT source, label FROM chronos.alarms ORDER BY created_at');
 
 describePostgresOnly(
   'chronos mcp and the test share one database',
@@ -115,7 +115,7 @@ describePostgresOnly(
     it(
       'acts for CHRONOS_OWNER_DID, and another owner’s alarms answer like missing ones',
       async () => {
-        const theirs = await server.service.alarms.create(OTHER, { in_seconds: 60 }, { source: 'api' });
+        const theirs = await server.service.alarms.create(OTHER, { inSeconds: 60 }, { source: 'api' });
         const { client } = await spawnMcp({ CHRONOS_OWNER_DID: OWNER.did });
         await ok(client, 'schedule_alarm', { in_seconds: 60, label: 'mine' });
         expect((await ok(client, 'list_alarms', {})).alarms.map((a: { label: string }) => a.label)).toEqual([
@@ -191,13 +191,30 @@ describePostgresOnly(
 
 describe('chronos mcp over stdio on the embedded store', () => {
   it(
-    'opens a free store itself, and serves keys commands and other chronos mcp meanwhile',
+    'opens a free store itself, fires what it schedules, and serves keys commands and other chronos mcp meanwhile',
     async () => {
       const data = await tempDataDir();
       try {
-        const first = await stdioClient({ CHRONOS_DATA_DIR: data.dir, CHRONOS_OWNER_DID: OWNER.did });
+        await (await openEmbedded(data.dir)).close();
+        const first = await stdioClient({
+          CHRONOS_DATA_DIR: data.dir,
+          CHRONOS_OWNER_DID: OWNER.did,
+          LOG_LEVEL: 'info',
+        });
         try {
-          expect(first.stderr()).toMatch(/fire only while `chronos serve` runs/);
+          expect(first.stderr()).toContain(`Chronos opened the embedded store ${data.dir}.`);
+          expect(first.stderr()).toMatch(/This process also fires the alarms while it runs/);
+          // The model is told too: MCP clients rarely show stderr.
+          expect(first.client.getInstructions()).toContain(`Chronos opened the embedded store ${data.dir}.`);
+          // Due at once: the dispatcher this process runs delivers it (to its log, with no router).
+          const due = await ok(first.client, 'schedule_alarm', {
+            at: new Date().toISOString(),
+            label: 'now',
+          });
+          await first.stderrShows(
+            (text) => text.includes(`"alarmId":"${due.alarm.id}"`),
+            'the wake in its log',
+          );
           const { alarm } = await ok(first.client, 'schedule_alarm', { in_seconds: 60, label: 'embedded' });
           // A second process cannot open the store: it goes through the first one.
           const second = await stdioClient({ CHRONOS_DATA_DIR: data.dir, CHRONOS_OWNER_DID: OWNER.did });
@@ -216,10 +233,30 @@ describe('chronos mcp over stdio on the embedded store', () => {
         // The lock is released on exit: the store opens again, with the alarm made over MCP.
         const db = await openEmbedded(data.dir);
         try {
-          expect(await db.query(sources)).toEqual([{ source: 'mcp', label: 'embedded' }]);
+          expect(await db.query(sources)).toEqual([
+            { source: 'mcp', label: 'now' },
+            { source: 'mcp', label: 'embedded' },
+          ]);
         } finally {
           await db.close();
         }
+      } finally {
+        await data.remove();
+      }
+    },
+    SLOW,
+  );
+
+  it(
+    'refuses a data directory that holds no store, naming the path, and creates nothing there',
+    async () => {
+      const data = await tempDataDir();
+      try {
+        const run = await runChronos(['mcp'], { CHRONOS_DATA_DIR: data.dir, CHRONOS_OWNER_DID: OWNER.did });
+        expect(run.code).toBe(1);
+        expect(run.stderr).toContain(`there is no embedded store at ${data.dir}`);
+        expect(existsSync(lockPath(data.dir))).toBe(false);
+        expect(existsSync(`${data.dir}/pgdata`)).toBe(false);
       } finally {
         await data.remove();
       }
@@ -232,6 +269,7 @@ describe('chronos mcp over stdio on the embedded store', () => {
     async () => {
       const data = await tempDataDir();
       try {
+        await (await openEmbedded(data.dir)).close();
         const child = spawn(process.execPath, [BIN, 'mcp'], {
           cwd: ROOT,
           env: childEnv({ CHRONOS_DATA_DIR: data.dir, CHRONOS_OWNER_DID: OWNER.did, LOG_LEVEL: 'info' }),

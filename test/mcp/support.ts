@@ -11,7 +11,8 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { expect } from 'vitest';
 import { loadConfig } from '../../src/config.js';
-import { buildApp, type ChronosApp } from '../../src/http/app.js';
+import type { ChronosApp } from '../../src/http/app.js';
+import { createApp } from '../../src/server.js';
 import { silentLogger } from '../../src/logger.js';
 import { TOOLS } from '../../src/mcp/tools/index.js';
 import { ChronosService } from '../../src/service.js';
@@ -54,7 +55,7 @@ export async function openMcpServer(db: Db, env: Record<string, string> = {}): P
   });
   const receiver = new RecordingReceiver();
   const service = await ChronosService.open(config, { db, logger: silentLogger, receiver });
-  const app = await buildApp(service);
+  const app = await createApp(service);
   await app.listen({ port: 0, host: '127.0.0.1' });
   const { port } = app.server.address() as AddressInfo;
   const owner = await service.keys.create(OWNER.did, 'mcp-test');
@@ -90,6 +91,8 @@ export interface StdioSession {
   client: Client;
   /** What the child wrote to stderr so far. */
   stderr(): string;
+  /** Resolves once what the child wrote to stderr passes `test` (fails after a generous deadline). */
+  stderrShows(test: (text: string) => boolean, what: string, deadlineMs?: number): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -103,7 +106,27 @@ export async function stdioClient(env: Record<string, string>): Promise<StdioSes
     stderr: 'pipe',
   });
   let stderr = '';
-  transport.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const watchers = new Set<() => void>();
+  transport.stderr?.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+    for (const check of watchers) check();
+  });
+  // Resolves on the stderr chunk that makes `test` true: an event, not a timer.
+  const stderrShows = (test: (text: string) => boolean, what: string, deadlineMs = 60_000) =>
+    new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(
+        () => reject(new Error(`stderr never showed ${what}:\n${stderr}`)),
+        deadlineMs,
+      );
+      const check = () => {
+        if (!test(stderr)) return;
+        clearTimeout(timer);
+        watchers.delete(check);
+        resolve();
+      };
+      watchers.add(check);
+      check();
+    });
   const client = new Client({ name: 'chronos-test', version: '1.0.0' });
   try {
     await client.connect(transport);
@@ -111,7 +134,7 @@ export async function stdioClient(env: Record<string, string>): Promise<StdioSes
     throw new Error(`chronos mcp did not start: ${(error as Error).message}\n${stderr}`, { cause: error });
   }
   await client.listTools();
-  return { client, stderr: () => stderr, close: () => client.close() };
+  return { client, stderr: () => stderr, stderrShows, close: () => client.close() };
 }
 
 /** Calls a tool; returns the result, whose structured content (if any) matches the tool's output schema. */

@@ -22,7 +22,7 @@ import {
 
 const alarmRow = sql(
   'test_mcp_alarm_row',
-  'SELECT source, require_ack, payload::text AS payload FROM alarms WHERE id = $1',
+  'SELECT source, require_ack, payload::text AS payload FROM chronos.alarms WHERE id = $1',
 );
 
 describeEachBackend('MCP tools over Streamable HTTP', ({ t }) => {

@@ -26,7 +26,7 @@ const OPERATOR_TOKEN = `op-${randomBytes(24).toString('base64url')}`;
 const tables = sql(
   'auth_scan_tables',
   `SELECT table_name::text AS name FROM information_schema.tables
-   WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' ORDER BY table_name`,
+   WHERE table_schema = 'chronos' AND table_type = 'BASE TABLE' ORDER BY table_name`,
 );
 
 describePostgresOnly(
@@ -193,7 +193,7 @@ describePostgresOnly(
       };
       for (const { name } of await scenario.t.db.query<{ name: string }>(tables)) {
         const rows = await scenario.t.db.query<{ row: string }>(
-          sql(`auth_scan_${name}`, `SELECT t::text AS row FROM "${name}" t`),
+          sql(`auth_scan_${name}`, `SELECT t::text AS row FROM chronos."${name}" t`),
         );
         places[`table ${name}`] = rows.map((r) => r.row).join('\n');
       }

@@ -23,7 +23,7 @@ import { ALARM_FIELDS, mutate } from '../support/mutations.js';
 
 const ownersAlarms = sql(
   'fuzz_owner_alarm_ids',
-  `SELECT id::text AS id FROM alarms WHERE owner_did = $1 ORDER BY id`,
+  `SELECT id::text AS id FROM chronos.alarms WHERE owner_did = $1 ORDER BY id`,
 );
 
 const valid = fc.constantFrom<Record<string, unknown>>(

@@ -20,7 +20,7 @@ import { describePostgresOnly } from '../support/backends.js';
 
 const SIZE = sized({ phaseMs: 3_000, others: 4 }, { phaseMs: 30_000, others: 8 });
 
-const countOf = sql('loop_alarms_of', `SELECT count(*)::int AS n FROM alarms WHERE owner_did = $1`);
+const countOf = sql('loop_alarms_of', `SELECT count(*)::int AS n FROM chronos.alarms WHERE owner_did = $1`);
 
 describePostgresOnly(
   'a chronos serve process with clients of its own on a shared database',

@@ -25,7 +25,10 @@ export interface TestDatabase {
   close(): Promise<void>;
 }
 
-const truncate = sql('test_truncate', 'TRUNCATE alarms, wakes, wake_attempts, api_keys');
+const truncate = sql(
+  'test_truncate',
+  'TRUNCATE chronos.alarms, chronos.wakes, chronos.wake_attempts, chronos.api_keys',
+);
 
 export function postgresAvailable(): boolean {
   return inject('postgres');

@@ -53,6 +53,7 @@ export function makeDispatcher(
 ): Dispatcher {
   return new Dispatcher({
     db,
+    queue: 'router',
     receiver,
     leaseMs: 30_000,
     retry: { baseMs: 1_000, maxMs: 60_000 },
@@ -79,7 +80,7 @@ export async function until(predicate: () => boolean, what = 'condition', maxTur
 
 const backdateStmt = sql(
   'test_backdate',
-  `UPDATE alarms SET next_fire_at = next_fire_at - $2::int * interval '1 millisecond',
+  `UPDATE chronos.alarms SET next_fire_at = next_fire_at - $2::int * interval '1 millisecond',
      scheduled_for = scheduled_for - $2::int * interval '1 millisecond',
      fire_at = fire_at - $2::int * interval '1 millisecond'
    WHERE id = $1`,
@@ -92,7 +93,7 @@ export async function backdate(db: Executor, id: string, ms: number): Promise<vo
 
 const dueNowStmt = sql(
   'test_due_now',
-  `UPDATE alarms SET next_fire_at = now() - interval '1 millisecond' WHERE id = $1`,
+  `UPDATE chronos.alarms SET next_fire_at = now() - interval '1 millisecond' WHERE id = $1`,
 );
 
 /** Makes a waiting retry due now, as if its backoff had passed. */
@@ -102,7 +103,7 @@ export async function dueNow(db: Executor, id: string): Promise<void> {
 
 const lapseStmt = sql(
   'test_lapse_lease',
-  `UPDATE alarms SET claimed_at = now() - interval '1 hour' WHERE id = $1`,
+  `UPDATE chronos.alarms SET claimed_at = now() - interval '1 hour' WHERE id = $1`,
 );
 
 /** Ages an alarm's lease past any lease time, as if its worker had died. */
@@ -113,7 +114,7 @@ export async function lapseLease(db: Executor, id: string): Promise<void> {
 const rowStmt = sql(
   'test_alarm_row',
   `SELECT id::text, status, next_fire_at, scheduled_for, failure_count, last_error, claimed_at,
-     lease_token::text, wake_id::text, last_fired_at, payload::text AS payload FROM alarms WHERE id = $1`,
+     lease_token::text, wake_id::text, last_fired_at, payload::text AS payload FROM chronos.alarms WHERE id = $1`,
 );
 
 export async function alarmRow(db: Executor, id: string): Promise<Row> {
@@ -125,7 +126,7 @@ export async function alarmRow(db: Executor, id: string): Promise<Row> {
 const wakesStmt = sql(
   'test_wakes_of',
   `SELECT id::text, status, attempts, fire_count, lateness_ms, delivered_at, last_error
-   FROM wakes WHERE alarm_id = $1 ORDER BY fired_at`,
+   FROM chronos.wakes WHERE alarm_id = $1 ORDER BY fired_at`,
 );
 
 export async function wakesOf(db: Executor, id: string): Promise<Row[]> {
@@ -137,6 +138,7 @@ export function counting(ex: Executor): Executor & { statements: string[] } {
   const statements: string[] = [];
   return {
     statements,
+    schema: ex.schema,
     query: <T = Row>(statement: Statement, values?: readonly unknown[]) => {
       statements.push(statement.name);
       return ex.query<T>(statement, values);

@@ -1,7 +1,8 @@
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
-import { buildApp, type ChronosApp } from '../../src/http/app.js';
+import type { ChronosApp } from '../../src/http/app.js';
+import { createApp } from '../../src/server.js';
 import { silentLogger } from '../../src/logger.js';
 import { ChronosService } from '../../src/service.js';
 import { WAKE_VIEW_KEYS } from '../http/support.js';
@@ -49,7 +50,7 @@ describeEachBackend('tracker end to end, over real HTTP', ({ t }) => {
       CHRONOS_MAX_ACTIVE_ALARMS: '0',
     });
     service = await ChronosService.open(config, { db: t.db, logger: silentLogger });
-    app = await buildApp(service);
+    app = await createApp(service);
     await app.listen({ port: 0, host: '127.0.0.1' });
     base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
     auth = { authorization: `Bearer ${(await service.keys.create(OWNER.did, 'e2e')).key}` };

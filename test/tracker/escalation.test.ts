@@ -81,7 +81,7 @@ describeEachBackend('tracker: the escalation', ({ t }) => {
     const { wakeId } = await fire(t.db);
     await age(t.db, wakeId, NUDGE_AFTER + 1_000);
     await tracker.runOnce();
-    await wakeService(t.db).ack(OWNER, wakeId, { note: 'on it' });
+    await wakeService(t.db).ack(OWNER, wakeId, 'on it');
     await age(t.db, wakeId, ESCALATE_AFTER);
 
     const pass = await tracker.runOnce();
@@ -169,7 +169,7 @@ describeEachBackend('tracker: the escalation', ({ t }) => {
     const cron = await fire(t.db, { cron: '@every 1h' });
     await alarms.cancel(OWNER, { id: cron.alarm.id });
     const rescheduled = await fire(t.db, {}, failingReceiver());
-    await alarms.update(OWNER, { id: rescheduled.alarm.id }, { in_seconds: 3_600 }, { source: 'api' });
+    await alarms.update(OWNER, { id: rescheduled.alarm.id }, { inSeconds: 3_600 }, { source: 'api' });
     const cancelled = await fire(t.db, {}, failingReceiver());
     await alarms.cancel(OWNER, { id: cancelled.alarm.id });
     for (const w of [cron, rescheduled, cancelled]) await age(t.db, w.wakeId, ESCALATE_AFTER + MINUTE);

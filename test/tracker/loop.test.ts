@@ -63,7 +63,7 @@ describeEachBackend('tracker: the loop', ({ t }) => {
     await until(() => clock.sleeping === 1, 'the tracker to sleep');
     expect(clock.sleeps).toEqual([10 * MINUTE]);
 
-    await wakes.ack(OWNER, wakeId, { note: 'done' });
+    await wakes.ack(OWNER, wakeId, 'done');
     await fallback.waitFor(1);
     expect(fallback.requests[0]!.headers['webhook-id']).toBe(`${wakeId}:receipt`);
     await tracker.stop();
@@ -117,7 +117,7 @@ describeEachBackend('tracker: the loop', ({ t }) => {
     await tracker.runOnce();
     await tracker.runOnce(); // the escalation waits out its backoff
     await lapse(t.db, escalated.wakeId, 'escalation');
-    await wakes.ack(OWNER, acked.wakeId, { note: 'done' });
+    await wakes.ack(OWNER, acked.wakeId, 'done');
     await tracker.runOnce();
 
     const text = await metrics.render();

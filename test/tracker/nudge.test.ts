@@ -71,7 +71,7 @@ describeEachBackend('tracker: the nudge', ({ t }) => {
     const tracker = makeTracker(t.db, { router, fallback });
     const noAck = await fire(t.db, { require_ack: false });
     const acked = await fire(t.db);
-    await wakeService(t.db).ack(OWNER, acked.wakeId, { note: 'done' });
+    await wakeService(t.db).ack(OWNER, acked.wakeId, 'done');
     const failed = await fire(t.db, {}, failingReceiver(false));
     expect((await wakeRow(t.db, failed.wakeId))!.status).toBe('failed');
     for (const w of [noAck, acked, failed]) await age(t.db, w.wakeId, NUDGE_AFTER + MINUTE);
@@ -97,7 +97,7 @@ describeEachBackend('tracker: the nudge', ({ t }) => {
     const cron = await fire(t.db, { cron: '@every 1h' });
     await alarms.cancel(OWNER, { id: cron.alarm.id });
     const pending = await fire(t.db, {}, failingReceiver());
-    await alarms.update(OWNER, { id: pending.alarm.id }, { in_seconds: 3_600 }, { source: 'api' });
+    await alarms.update(OWNER, { id: pending.alarm.id }, { inSeconds: 3_600 }, { source: 'api' });
     const current = await fire(t.db, {}, failingReceiver());
     for (const w of [cron, pending, current]) await age(t.db, w.wakeId, NUDGE_AFTER + MINUTE);
 
@@ -144,7 +144,7 @@ describeEachBackend('tracker: the nudge', ({ t }) => {
     // The agent answers before the router has even answered the nudge.
     let acked: string[] = [];
     router.respond = async () => {
-      acked = (await wakes.reportReply(OWNER, 'conv-fast', {})).map((w) => w.id);
+      acked = (await wakes.reportReply(OWNER, 'conv-fast')).map((w) => w.id);
       return { status: 200 };
     };
 

@@ -24,7 +24,7 @@ const stageCounts = sql(
      count(*) FILTER (WHERE escalated_at IS NOT NULL)::int AS escalated,
      count(*) FILTER (WHERE receipt_sent_at IS NOT NULL)::int AS receipts,
      count(*)::int AS wakes
-   FROM wakes`,
+   FROM chronos.wakes`,
 );
 
 describeEachBackend('tracker: several instances at once', ({ t, kind }) => {
@@ -65,7 +65,7 @@ describeEachBackend('tracker: several instances at once', ({ t, kind }) => {
       await age(t.db, n.wakeId, NUDGE_AFTER + i * 1_000);
       ids.nudge.push(n.wakeId);
       const r = await fire(t.db, { label: `r${i}` });
-      await wakes.ack(OWNER, r.wakeId, { note: `done ${i}` });
+      await wakes.ack(OWNER, r.wakeId, `done ${i}`);
       ids.receipt.push(r.wakeId);
       const p = await fire(t.db, { require_ack: false });
       await ageAck(t.db, p.wakeId, 0);

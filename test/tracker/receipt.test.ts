@@ -31,7 +31,7 @@ describeEachBackend('tracker: the receipt', ({ t }) => {
   it('an ack with a note sends one wake.acknowledged receipt to the fallback, signed', async () => {
     const tracker = makeTracker(t.db, { router, fallback });
     const { alarm, wakeId } = await fire(t.db, { label: 'water the plants' });
-    const acked = await wakeService(t.db).ack(OWNER, wakeId, { note: 'watered, all three' });
+    const acked = await wakeService(t.db).ack(OWNER, wakeId, 'watered, all three');
 
     expect(await tracker.runOnce()).toMatchObject({ receipts: 1, nudged: 0, escalated: 0 });
     expect(fallback.requests).toHaveLength(1);
@@ -53,7 +53,7 @@ describeEachBackend('tracker: the receipt', ({ t }) => {
     expect((await wakeRow(t.db, wakeId))!.receipt_sent_at).toBeInstanceOf(Date);
 
     // Once, also when the ack is repeated.
-    await wakeService(t.db).ack(OWNER, wakeId, { note: 'again' });
+    await wakeService(t.db).ack(OWNER, wakeId, 'again');
     expect((await tracker.runOnce()).receipts).toBe(0);
     expect(fallback.requests).toHaveLength(1);
   });
@@ -61,7 +61,7 @@ describeEachBackend('tracker: the receipt', ({ t }) => {
   it('an inferred ack (a reported reply) sends a receipt with inferred true and a null note', async () => {
     const tracker = makeTracker(t.db, { router, fallback });
     const { wakeId } = await fire(t.db, { conversation_id: 'conv-r' });
-    await wakeService(t.db).reportReply(OWNER, 'conv-r', {});
+    await wakeService(t.db).reportReply(OWNER, 'conv-r');
 
     expect((await tracker.runOnce()).receipts).toBe(1);
     expect(JSON.parse(fallback.requests[0]!.body)).toMatchObject({
@@ -79,8 +79,8 @@ describeEachBackend('tracker: the receipt', ({ t }) => {
     await age(t.db, nudged.wakeId, NUDGE_AFTER + 1_000);
     await tracker.runOnce();
     const wakes = wakeService(t.db);
-    await wakes.ack(OWNER, noAck.wakeId, { note: 'seen' });
-    await wakes.ack(OWNER, nudged.wakeId, { note: 'seen late' });
+    await wakes.ack(OWNER, noAck.wakeId, 'seen');
+    await wakes.ack(OWNER, nudged.wakeId, 'seen late');
 
     expect((await tracker.runOnce()).receipts).toBe(2);
     expect(fallback.withId(`${noAck.wakeId}:receipt`)).toHaveLength(1);
@@ -90,7 +90,7 @@ describeEachBackend('tracker: the receipt', ({ t }) => {
   it('a receipt the fallback refuses is retried after its backoff, and recorded once accepted', async () => {
     const tracker = makeTracker(t.db, { router, fallback });
     const { wakeId } = await fire(t.db);
-    await wakeService(t.db).ack(OWNER, wakeId, { note: 'done' });
+    await wakeService(t.db).ack(OWNER, wakeId, 'done');
     fallback.answer({ status: 429, headers: { 'retry-after': '30' } });
 
     expect(await tracker.runOnce()).toMatchObject({ receipts: 0, failed: 1 });
@@ -108,7 +108,7 @@ describeEachBackend('tracker: the receipt', ({ t }) => {
 
   it('the receipt is owed by the row, not by the process: an ack made before a restart is sent after it', async () => {
     const { wakeId } = await fire(t.db);
-    await wakeService(t.db).ack(OWNER, wakeId, { note: 'done before the restart' });
+    await wakeService(t.db).ack(OWNER, wakeId, 'done before the restart');
     await t.restart();
 
     const tracker = makeTracker(t.db, { router, fallback });
@@ -121,8 +121,8 @@ describeEachBackend('tracker: the receipt', ({ t }) => {
     const { wakeId } = await fire(t.db);
     const wakes = wakeService(t.db);
     const before = await wakeRow(t.db, wakeId);
-    await expect(wakes.ack(OTHER, wakeId, { note: 'mine now' })).rejects.toMatchObject({ code: 'not_found' });
-    await expect(wakes.ack(OWNER, wakeId, { note: ' \n\t ' })).rejects.toMatchObject({
+    await expect(wakes.ack(OTHER, wakeId, 'mine now')).rejects.toMatchObject({ code: 'not_found' });
+    await expect(wakes.ack(OWNER, wakeId, ' \n\t ')).rejects.toMatchObject({
       code: 'invalid_input',
     });
     expect(await wakeRow(t.db, wakeId)).toEqual(before);

@@ -19,7 +19,7 @@ import {
 
 const attemptsOf = sql(
   'test_tracker_attempts_of',
-  `SELECT count(*)::int AS n FROM wake_attempts WHERE wake_id = $1`,
+  `SELECT count(*)::int AS n FROM chronos.wake_attempts WHERE wake_id = $1`,
 );
 
 describeEachBackend('tracker: retention', ({ t }) => {
@@ -33,7 +33,7 @@ describeEachBackend('tracker: retention', ({ t }) => {
     await age(t.db, escalatedOld.wakeId, ESCALATE_AFTER + MINUTE);
     const ackedOld = await fire(t.db);
     const ackedRecent = await fire(t.db);
-    for (const w of [ackedOld, ackedRecent]) await wakes.ack(OWNER, w.wakeId, { note: 'done' });
+    for (const w of [ackedOld, ackedRecent]) await wakes.ack(OWNER, w.wakeId, 'done');
     expect(await tracker.runOnce()).toMatchObject({ escalated: 1, receipts: 2, pruned: 0 });
     expect((await t.db.query(attemptsOf, [ackedOld.wakeId]))[0]!.n).toBe(1);
 

@@ -1,3 +1,4 @@
+import { readAlarmBody } from '../../src/wire/alarm-input.js';
 /**
  * The tracker on a test database: wakes fired through the real dispatcher, then moved in time
  * by SQL (a wake fired 13 minutes ago is `fired_at = fired_at - 13 min`), and trackers pointed at
@@ -75,7 +76,8 @@ export async function fire(
   owner = OWNER,
 ): Promise<Fired> {
   const schedule = 'cron' in body || 'at' in body ? {} : { in_seconds: 60 };
-  const { alarm } = await makeService(db).create(owner, { ...schedule, ...body }, api);
+  const spec = readAlarmBody({ ...schedule, ...body }, { create: true });
+  const { alarm } = await makeService(db).create(owner, spec, api);
   // Due a couple of seconds ago by any clock in the room.
   await backdate(db, alarm.id, Math.max(0, alarm.nextFireAt.getTime() - Date.now()) + 2_000);
   // A failed delivery retries an hour later: a wake left pending stays pending through the test.
@@ -91,7 +93,7 @@ export function wakeService(db: Db, replyWindowMs = 2 * MINUTE): WakeService {
 
 const ageStmt = sql(
   'test_tracker_age_wake',
-  `UPDATE wakes SET fired_at = fired_at - $2::float8 * interval '1 millisecond',
+  `UPDATE chronos.wakes SET fired_at = fired_at - $2::float8 * interval '1 millisecond',
      scheduled_for = scheduled_for - $2::float8 * interval '1 millisecond',
      delivered_at = delivered_at - $2::float8 * interval '1 millisecond',
      created_at = created_at - $2::float8 * interval '1 millisecond'
@@ -105,7 +107,7 @@ export async function age(db: Executor, wakeId: string, ms: number): Promise<voi
 
 const ageAckStmt = sql(
   'test_tracker_age_ack',
-  `UPDATE wakes SET acknowledged_at = acknowledged_at - $2::float8 * interval '1 millisecond',
+  `UPDATE chronos.wakes SET acknowledged_at = acknowledged_at - $2::float8 * interval '1 millisecond',
      fired_at = fired_at - $2::float8 * interval '1 millisecond'
    WHERE id = $1`,
 );
@@ -117,7 +119,7 @@ export async function ageAck(db: Executor, wakeId: string, ms: number): Promise<
 
 const ageEscalationStmt = sql(
   'test_tracker_age_escalation',
-  `UPDATE wakes SET escalated_at = escalated_at - $2::float8 * interval '1 millisecond' WHERE id = $1`,
+  `UPDATE chronos.wakes SET escalated_at = escalated_at - $2::float8 * interval '1 millisecond' WHERE id = $1`,
 );
 
 export async function ageEscalation(db: Executor, wakeId: string, ms: number): Promise<void> {
@@ -127,17 +129,17 @@ export async function ageEscalation(db: Executor, wakeId: string, ms: number): P
 const lapseStmts = {
   nudge: sql(
     'test_tracker_lapse_nudge',
-    `UPDATE wakes SET nudge_lease_until = now() - interval '1 millisecond'
+    `UPDATE chronos.wakes SET nudge_lease_until = now() - interval '1 millisecond'
      WHERE id = $1 AND nudge_lease_until IS NOT NULL`,
   ),
   escalation: sql(
     'test_tracker_lapse_escalation',
-    `UPDATE wakes SET escalation_lease_until = now() - interval '1 millisecond'
+    `UPDATE chronos.wakes SET escalation_lease_until = now() - interval '1 millisecond'
      WHERE id = $1 AND escalation_lease_until IS NOT NULL`,
   ),
   receipt: sql(
     'test_tracker_lapse_receipt',
-    `UPDATE wakes SET receipt_lease_until = now() - interval '1 millisecond'
+    `UPDATE chronos.wakes SET receipt_lease_until = now() - interval '1 millisecond'
      WHERE id = $1 AND receipt_lease_until IS NOT NULL`,
   ),
 };
@@ -153,7 +155,7 @@ const rowStmt = sql(
      ack_note, ack_inferred, receipt_sent_at, nudge_attempts, escalation_attempts, receipt_attempts,
      nudge_lease_until, nudge_lease_token::text, escalation_lease_until, escalation_lease_token::text,
      receipt_lease_until, receipt_lease_token::text, tracker_error, updated_at
-   FROM wakes WHERE id = $1`,
+   FROM chronos.wakes WHERE id = $1`,
 );
 
 /** The wake's row with its stage columns; null once pruned. */

@@ -11,101 +11,10 @@
  * gives the rest back), and the store is closed (releasing its lock). A second signal exits at
  * once.
  */
-import type { AddressInfo } from 'node:net';
-import { loadConfig, type Config } from '../../config.js';
-import { ChronosError } from '../../errors.js';
-import { buildApp, type ChronosApp } from '../../http/app.js';
-import { createLogger, type Logger } from '../../logger.js';
-import { startStoreControl } from '../../mcp/socket.js';
-import { ChronosService } from '../../service.js';
-import { controlSocketPath, type ControlServer } from '../../control/control-socket.js';
+import { loadConfig } from '../../config.js';
+import { createLogger } from '../../logger.js';
+import { startServer } from '../../server.js';
 import { EXIT_FAILURE, EXIT_OK, UsageError, type Command } from '../io.js';
-
-export interface RunningServer {
-  /** Where the API listens, e.g. `http://127.0.0.1:8080`. */
-  url: string;
-  port: number;
-  app: ChronosApp;
-  service: ChronosService;
-  control: ControlServer | null;
-  /** The graceful shutdown described above; safe to call twice. */
-  shutdown(): Promise<void>;
-}
-
-/** Opens the store, starts the API, the control socket and the loops. */
-export async function startServer(config: Config, options: { logger?: Logger } = {}): Promise<RunningServer> {
-  const logger = options.logger ?? createLogger(config.logLevel);
-  const socketPath = config.databaseUrl ? undefined : controlSocketPath(config.dataDir);
-  const service = await ChronosService.open(config, {
-    logger,
-    lock: socketPath ? { controlSocket: socketPath } : undefined,
-  });
-  let control: ControlServer | null = null;
-  let app: ChronosApp | null = null;
-  try {
-    if (socketPath) {
-      control = await startStoreControl(service, socketPath, logger);
-    }
-    app = await buildApp(service);
-    try {
-      await app.listen({ port: config.port, host: config.host });
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {
-        throw new ChronosError(
-          'unavailable',
-          `port ${config.port} on ${config.host} is already in use; stop what listens there or set PORT`,
-        );
-      }
-      throw error;
-    }
-    await service.start();
-  } catch (error) {
-    await app?.close().catch(() => {});
-    await control?.close().catch(() => {});
-    await service.close().catch(() => {});
-    throw error;
-  }
-
-  const port = (app.server.address() as AddressInfo).port;
-  const host = config.host === '0.0.0.0' || config.host === '::' ? 'localhost' : config.host;
-  const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
-  logger.info(
-    {
-      url,
-      store: config.databaseUrl ? 'postgresql' : 'embedded',
-      dataDir: config.databaseUrl ? undefined : config.dataDir,
-      controlSocket: control?.path,
-    },
-    `chronos is serving on ${url}`,
-  );
-  if ((await service.keys.count().catch(() => 1)) === 0) {
-    logger.info(
-      'no API keys yet: create one with `node bin/chronos.js keys create --owner did:matrix:<user uuid>:<name>` ' +
-        '(it works while this server runs) and send it as "Authorization: Bearer <key>"',
-    );
-  }
-
-  let closing: Promise<void> | null = null;
-  const server: RunningServer = {
-    url,
-    port,
-    app,
-    service,
-    control,
-    shutdown() {
-      closing ??= (async () => {
-        logger.info('shutting down: finishing requests and deliveries under way');
-        app.markClosing();
-        await Promise.all([app.close(), service.stop()]);
-        await control?.close();
-        await service.close();
-        logger.info('stopped');
-      })();
-      return closing;
-    },
-  };
-  return server;
-}
 
 export const serveCommand: Command = {
   name: 'serve',

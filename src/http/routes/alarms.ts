@@ -1,9 +1,11 @@
 /**
  * `/v1/alarms`: create, list, get, reschedule, cancel — a thin layer over AlarmService. The
- * caller's owner scopes every call; the body's `payload` goes to the service as its own text.
+ * caller's owner scopes every call; a body is read into an AlarmSpec by the wire form, with its
+ * `payload` as its own text.
  */
 import type { FastifyInstance } from 'fastify';
 import type { AlarmService } from '../../core/alarm-service.js';
+import { readAlarmBody } from '../../wire/alarm-input.js';
 import { alarmView } from '../../wire/views.js';
 import { callerOf, checkQuery } from '../context.js';
 import { bodyOf, sendJson } from '../json-body.js';
@@ -13,10 +15,8 @@ type IdParams = { Params: { id: string } };
 export function registerAlarmRoutes(app: FastifyInstance, alarms: AlarmService): void {
   app.post('/alarms', async (request, reply) => {
     const body = bodyOf(request);
-    const { alarm, deduped } = await alarms.create(callerOf(request).owner, body.value, {
-      source: 'api',
-      rawPayload: body.rawMember('payload'),
-    });
+    const spec = readAlarmBody(body.value, { create: true, rawPayload: body.rawMember('payload') });
+    const { alarm, deduped } = await alarms.create(callerOf(request).owner, spec, { source: 'api' });
     return sendJson(reply, deduped ? 200 : 201, { alarm: alarmView(alarm), deduped });
   });
 
@@ -33,9 +33,9 @@ export function registerAlarmRoutes(app: FastifyInstance, alarms: AlarmService):
 
   app.patch<IdParams>('/alarms/:id', async (request, reply) => {
     const body = bodyOf(request);
-    const alarm = await alarms.update(callerOf(request).owner, { id: request.params.id }, body.value, {
+    const spec = readAlarmBody(body.value, { create: false, rawPayload: body.rawMember('payload') });
+    const alarm = await alarms.update(callerOf(request).owner, { id: request.params.id }, spec, {
       source: 'api',
-      rawPayload: body.rawMember('payload'),
     });
     return sendJson(reply, 200, { alarm: alarmView(alarm) });
   });

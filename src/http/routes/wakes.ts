@@ -4,6 +4,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { wakeView } from '../../wire/views.js';
+import { readAckBody, readReplyBody } from '../../wire/wake-input.js';
 import type { WakeService } from '../../core/wake-service.js';
 import { callerOf, checkQuery } from '../context.js';
 import { bodyOf, sendJson } from '../json-body.js';
@@ -21,18 +22,16 @@ export function registerWakeRoutes(app: FastifyInstance, wakes: WakeService): vo
   });
 
   app.post<{ Params: { id: string } }>('/wakes/:id/ack', async (request, reply) => {
-    const wake = await wakes.ack(callerOf(request).owner, request.params.id, bodyOf(request).value);
+    const note = readAckBody(bodyOf(request).value);
+    const wake = await wakes.ack(callerOf(request).owner, request.params.id, note);
     return sendJson(reply, 200, { wake: wakeView(wake) });
   });
 
   app.post<{ Params: { conversation_id: string } }>(
     '/conversations/:conversation_id/replies',
     async (request, reply) => {
-      const acked = await wakes.reportReply(
-        callerOf(request).owner,
-        request.params.conversation_id,
-        bodyOf(request).value,
-      );
+      readReplyBody(bodyOf(request).value);
+      const acked = await wakes.reportReply(callerOf(request).owner, request.params.conversation_id);
       return sendJson(reply, 200, { acked: acked.map((w) => w.id) });
     },
   );

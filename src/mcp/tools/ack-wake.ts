@@ -1,5 +1,6 @@
 /** `ack_wake`: `POST /v1/wakes/{id}/ack` — the agent has dealt with a wake. */
 import { wakeView } from '../../wire/views.js';
+import { readAckBody } from '../../wire/wake-input.js';
 import { ackWakeInput, ackWakeOutput } from '../schemas.js';
 import { onlyFields, stringArg, type ChronosTool } from '../tool.js';
 
@@ -19,7 +20,8 @@ Example: {"wake_id": "9b2c4d6e-8f1a-4b3c-9d5e-7f6a8b9c0d1e", "note": "Reminded t
       'wake_id',
       'the wake_id of a wake you received (a UUID), not the alarm id',
     );
-    const wake = await service.wakes.ack(owner, wakeId, 'note' in args ? { note: args.note } : {});
+    const note = readAckBody('note' in args ? { note: args.note } : {});
+    const wake = await service.wakes.ack(owner, wakeId, note);
     return { wake: wakeView(wake) };
   },
 };

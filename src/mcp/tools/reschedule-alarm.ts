@@ -4,6 +4,7 @@
  * that changes nothing is refused: a model that sends only the id has forgotten what to change.
  */
 import { ChronosError } from '../../errors.js';
+import { readAlarmBody } from '../../wire/alarm-input.js';
 import { alarmView } from '../../wire/views.js';
 import { rescheduleAlarmInput, rescheduleAlarmOutput } from '../schemas.js';
 import { stringArg, type ChronosTool } from '../tool.js';
@@ -34,10 +35,8 @@ Example: {"id": "2f1e8c7a-5b3d-4e8f-9a1b-6c2d3e4f5a6b", "at": "2027-03-14T10:30:
         'timezone, label, wake_message, payload, ...), got only "id"';
       throw new ChronosError('invalid_input', message, { errors: [{ path: '', message }] });
     }
-    const alarm = await service.alarms.update(owner, { id }, changes, {
-      source: 'mcp',
-      rawPayload: rawPayload(changes.payload),
-    });
+    const spec = readAlarmBody(changes, { create: false, rawPayload: rawPayload(changes.payload) });
+    const alarm = await service.alarms.update(owner, { id }, spec, { source: 'mcp' });
     return { alarm: alarmView(alarm), next_fires: upcomingFires(alarm) };
   },
 };

@@ -2,6 +2,7 @@
  * `schedule_alarm`: the create body of `POST /v1/alarms`, answered with `{alarm, deduped}` plus
  * `next_fires`. Alarms made here carry `source: 'mcp'` and require an acknowledgement by default.
  */
+import { readAlarmBody } from '../../wire/alarm-input.js';
 import { alarmView } from '../../wire/views.js';
 import { scheduleAlarmInput, scheduleAlarmOutput } from '../schemas.js';
 import type { ChronosTool } from '../tool.js';
@@ -24,10 +25,8 @@ Example: {"in_seconds": 600, "label": "tea", "wake_message": "Tell the user thei
   output: scheduleAlarmOutput,
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
   async run(args, { service, owner, rawPayload }) {
-    const { alarm, deduped } = await service.alarms.create(owner, args, {
-      source: 'mcp',
-      rawPayload: rawPayload(args.payload),
-    });
+    const spec = readAlarmBody(args, { create: true, rawPayload: rawPayload(args.payload) });
+    const { alarm, deduped } = await service.alarms.create(owner, spec, { source: 'mcp' });
     return { alarm: alarmView(alarm), deduped, next_fires: upcomingFires(alarm) };
   },
 };

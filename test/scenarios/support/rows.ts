@@ -14,10 +14,10 @@ export function owners(count: number, name = 'scenario'): string[] {
 // round-robin from $4; labels $5 || i; max_failures $6; require_ack $7.
 const load = sql(
   'scenario_load_alarms',
-  `INSERT INTO alarms (owner_did, user_id, label, kind, fire_at, next_fire_at, scheduled_for, max_failures,
-     require_ack, payload, source)
+  `INSERT INTO chronos.alarms (owner_did, user_id, label, kind, fire_at, next_fire_at, scheduled_for, max_failures,
+     require_ack, payload, source, queue)
    SELECT o.did, split_part(o.did, ':', 3), $5::text || i, 'once', d.t, d.t, d.t, $6::int, $7::boolean,
-     jsonb_build_object('n', i, 'big', 12345678901234567890), 'api'
+     jsonb_build_object('n', i, 'big', 12345678901234567890), 'api', 'router'
    FROM generate_series(0, $1::int - 1) AS i,
      LATERAL (SELECT now() + ($2::float8 + CASE WHEN $1::int > 1 THEN i * $3::float8 / ($1::int - 1) ELSE 0 END)
        * interval '1 millisecond') AS d(t),
@@ -63,7 +63,7 @@ export async function loadAlarms(db: Db, options: LoadOptions): Promise<Map<stri
 
 const states = sql(
   'scenario_alarm_states',
-  `SELECT id::text AS id, status, last_error, failure_count FROM alarms WHERE id = ANY($1::uuid[])`,
+  `SELECT id::text AS id, status, last_error, failure_count FROM chronos.alarms WHERE id = ANY($1::uuid[])`,
 );
 
 export interface AlarmState {
@@ -84,7 +84,7 @@ export async function alarmStates(db: Db, ids: string[]): Promise<Map<string, Al
 
 const early = sql(
   'scenario_wakes_fired_early',
-  `SELECT count(*)::int AS n FROM wakes WHERE fired_at < scheduled_for`,
+  `SELECT count(*)::int AS n FROM chronos.wakes WHERE fired_at < scheduled_for`,
 );
 
 /** Wakes opened before their due instant, by the database clock (I2, I5): must be 0. */
@@ -95,7 +95,7 @@ export async function wakesFiredEarly(db: Db): Promise<number> {
 
 const byStatus = sql(
   'scenario_alarms_by_status',
-  `SELECT status, count(*)::int AS n FROM alarms GROUP BY status ORDER BY status`,
+  `SELECT status, count(*)::int AS n FROM chronos.alarms GROUP BY status ORDER BY status`,
 );
 
 export async function alarmsByStatus(db: Db): Promise<Record<string, number>> {
@@ -106,7 +106,7 @@ export async function alarmsByStatus(db: Db): Promise<Record<string, number>> {
 const reclaimed = sql(
   'scenario_wakes_reclaimed',
   `SELECT w.id::text AS wake_id, w.alarm_id::text AS alarm_id, w.attempts
-   FROM wakes w WHERE w.attempts > 1`,
+   FROM chronos.wakes w WHERE w.attempts > 1`,
 );
 
 /** Wakes claimed more than once (a retry, or a lease that lapsed and was taken again). */
@@ -119,7 +119,7 @@ const attempts = sql(
   'scenario_wake_attempts',
   `SELECT w.alarm_id::text AS alarm_id, a.wake_id::text AS wake_id, a.attempt, a.outcome, a.duration_ms,
      a.error, extract(epoch FROM a.started_at)::float8 * 1000 AS started_ms
-   FROM wake_attempts a JOIN wakes w ON w.id = a.wake_id ORDER BY a.started_at`,
+   FROM chronos.wake_attempts a JOIN chronos.wakes w ON w.id = a.wake_id ORDER BY a.started_at`,
 );
 
 export interface AttemptRow {

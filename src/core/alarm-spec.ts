@@ -1,0 +1,136 @@
+/**
+ * What an alarm is made from, as the core takes it: the typed `AlarmSpec`, and the rule each of
+ * its fields obeys (type and limits as a zod schema, and what to send instead), defined once.
+ *
+ * Every door reads its caller's own form into an AlarmSpec with these rules (wire/fields.ts):
+ * HTTP, MCP and the schedules file from snake_case JSON (`in_seconds`), the library from its
+ * camelCase spec (`inSeconds`), so each refusal names the field as its caller wrote it. Shape is
+ * checked there; meaning (is the time in the past, is the zone real, is the cron too frequent)
+ * is checked by the alarm service when it resolves the schedule.
+ */
+import { z } from 'zod';
+import type { RawJson } from '../json.js';
+import { codePoints, isStorable } from './text.js';
+
+/** A new alarm, or the fields of one to change (all optional). */
+export interface AlarmSpec {
+  label?: string;
+  /** A one-shot's instant: RFC 3339 with an offset. */
+  at?: string;
+  /** A one-shot's delay from now, in whole seconds. */
+  inSeconds?: number;
+  /** A repeating schedule: 5-field cron, a descriptor, or `@every <duration>`. */
+  cron?: string;
+  timezone?: string;
+  conversationId?: string;
+  wakeMessage?: string;
+  /** A JSON object as its own text (I4). */
+  payload?: RawJson;
+  idempotencyKey?: string;
+  maxFailures?: number;
+  requireAck?: boolean;
+  /** Who delivers it (contract §4a); a door that has no such field fixes it. */
+  queue?: string;
+}
+
+export type SpecField = keyof AlarmSpec;
+
+export const LIMITS = {
+  labelChars: 200,
+  conversationIdChars: 200,
+  idempotencyKeyChars: 200,
+  wakeMessageBytes: 16 * 1024,
+  payloadBytes: 64 * 1024,
+  bodyBytes: 128 * 1024,
+  inSecondsMax: 315_360_000,
+  maxFailures: 100,
+  queueChars: 64,
+} as const;
+
+/** The schedule fields: a create gives exactly one, a change at most one. */
+export const SCHEDULE_FIELDS = ['at', 'inSeconds', 'cron'] as const satisfies readonly SpecField[];
+
+export interface FieldRule {
+  /** The shape of the value, as it arrives from JSON (payload: a plain object). */
+  schema: z.ZodType;
+  /** What to send instead, for `path: expected X, got Y`. */
+  expected: string;
+  /** For published schemas (OpenAPI, MCP). */
+  description: string;
+}
+
+const text = (maxChars: number) =>
+  z
+    .string()
+    .refine(isStorable, { message: 'storable' })
+    .refine((s) => codePoints(s) <= maxChars, { message: 'too long' });
+
+export const QUEUE_NAME = /^[a-z0-9_.-]{1,64}$/;
+
+export const SPEC_RULES: Record<SpecField, FieldRule> = {
+  label: {
+    schema: text(LIMITS.labelChars),
+    expected: `a string of at most ${LIMITS.labelChars} characters`,
+    description: 'A short name for the alarm, shown in lists and wakes (at most 200 characters).',
+  },
+  at: {
+    schema: z.string(),
+    expected: 'an RFC 3339 time with an offset, like "2027-03-14T09:00:00+01:00"',
+    description: 'When a one-shot alarm fires: RFC 3339 with an offset, e.g. "2027-03-14T09:00:00+01:00".',
+  },
+  inSeconds: {
+    schema: z.number().int().min(1).max(LIMITS.inSecondsMax),
+    expected: `a whole number of seconds from 1 to ${LIMITS.inSecondsMax}`,
+    description:
+      'When a one-shot alarm fires, in seconds from now (1 to 315360000), e.g. 600 for ten minutes.',
+  },
+  cron: {
+    schema: z.string(),
+    expected: 'a 5-field cron expression like "0 9 * * MON-FRI", a descriptor like "@daily", or "@every 15m"',
+    description:
+      'A repeating schedule: 5-field cron ("0 9 * * MON-FRI"), a descriptor ("@daily"), or "@every 15m".',
+  },
+  timezone: {
+    schema: z.string(),
+    expected: 'an IANA time zone like "Europe/Paris" or "UTC"',
+    description: 'IANA time zone the cron expression is read in, e.g. "Europe/Paris" (default "UTC").',
+  },
+  conversationId: {
+    schema: text(LIMITS.conversationIdChars),
+    expected: `a string of at most ${LIMITS.conversationIdChars} characters`,
+    description: 'The conversation the wake resumes ("" starts a fresh one).',
+  },
+  wakeMessage: {
+    schema: z
+      .string()
+      .refine(isStorable, { message: 'storable' })
+      .refine((s) => Buffer.byteLength(s) <= LIMITS.wakeMessageBytes, { message: 'too long' }),
+    expected: `a string of at most ${LIMITS.wakeMessageBytes} bytes (16 KiB) in UTF-8`,
+    description: 'The text delivered back when the alarm fires, verbatim (at most 16 KiB).',
+  },
+  payload: {
+    schema: z.record(z.string(), z.unknown()),
+    expected: 'a JSON object, like {"task": "check the build"}',
+    description: 'Any JSON object, echoed back verbatim on every wake (at most 64 KiB).',
+  },
+  idempotencyKey: {
+    schema: text(LIMITS.idempotencyKeyChars),
+    expected: `a string of at most ${LIMITS.idempotencyKeyChars} characters`,
+    description: 'Your own key for this alarm: creating again with the same key returns the existing alarm.',
+  },
+  maxFailures: {
+    schema: z.number().int().min(1).max(LIMITS.maxFailures),
+    expected: `a whole number from 1 to ${LIMITS.maxFailures}`,
+    description: 'Failed deliveries before giving up on a fire (1 to 100, default 5).',
+  },
+  requireAck: {
+    schema: z.boolean(),
+    expected: 'true or false',
+    description: 'Whether the wake must be acknowledged; unacknowledged wakes are nudged, then escalated.',
+  },
+  queue: {
+    schema: z.string().regex(QUEUE_NAME),
+    expected: 'a queue name of 1 to 64 characters of a-z, 0-9, "_", "." and "-", like "default" or "billing"',
+    description: 'Who delivers the timer: a library work() of this queue ("router": chronos serve).',
+  },
+};

@@ -1,0 +1,151 @@
+/**
+ * Reading a caller's object into typed fields, once for every door: the object check, the
+ * refusal of unknown fields (with a "did you mean"), required fields, "exactly one of", and each
+ * field's own rule — every refusal named as the caller wrote the field (`in_seconds` over HTTP,
+ * `inSeconds` from the library, `alarms.3.cron` in a batch) and shaped
+ * `path: expected X, got Y`. Nothing is returned unless every field is right.
+ */
+import type { z } from 'zod';
+import { describeValue, invalidFields, type FieldError } from '../errors.js';
+import { describeLength, STORABLE_EXPECTED } from '../core/text.js';
+
+export interface FieldRule {
+  schema: z.ZodType;
+  expected: string;
+}
+
+/** A door's form of an object: the caller's name and the rule of each field, by field. */
+export interface Form<K extends string> {
+  names: Readonly<Record<K, string>>;
+  rules: Readonly<Record<K, FieldRule>>;
+  /** Other words callers use for a field (`tz` for timezone), by normalised word, for suggestions. */
+  aliases?: Readonly<Record<string, string>>;
+}
+
+export interface ReadOptions<K extends string> {
+  /** Where the object is, as the caller sees it: `""` for a request body, `specs.3`, `alarms.3`. */
+  path?: string;
+  /** What the object is called when it is not an object at all (`body`, `spec`). */
+  noun?: string;
+  required?: readonly NoInfer<K>[];
+  /** Fields of which a call gives exactly one (`exactly`) or at most one. */
+  oneOf?: { fields: readonly NoInfer<K>[]; exactly: boolean };
+}
+
+/** The fields of `input` by field, each checked by its rule; throws `invalid_input` naming every bad one. */
+export function readForm<K extends string>(
+  input: unknown,
+  form: Form<K>,
+  options: ReadOptions<K> = {},
+): Partial<Record<K, unknown>> {
+  const errors = formErrors(input, form, options);
+  if (errors.errors.length > 0) throw invalidFields(errors.errors);
+  return errors.values;
+}
+
+/** As `readForm`, collecting the refusals instead of throwing (for batches). */
+export function formErrors<K extends string>(
+  input: unknown,
+  form: Form<K>,
+  options: ReadOptions<K> = {},
+): { values: Partial<Record<K, unknown>>; errors: FieldError[] } {
+  const at = (name: string) => (options.path ? `${options.path}.${name}` : name);
+  const whole = options.path || '';
+  const values: Partial<Record<K, unknown>> = {};
+  if (typeof input !== 'object' || input === null || Array.isArray(input) || input instanceof Date) {
+    const message = `${whole || options.noun || 'body'}: expected ${options.noun === 'spec' ? 'an object' : 'a JSON object'}, got ${describeValue(input)}`;
+    return { values, errors: [{ path: whole, message }] };
+  }
+  const fields = Object.keys(form.names) as K[];
+  const byName = new Map<string, K>(fields.map((f) => [form.names[f], f]));
+  const errors: FieldError[] = [];
+  for (const [name, value] of Object.entries(input)) {
+    const field = byName.get(name);
+    if (field === undefined) {
+      if (value === undefined) continue;
+      const names = fields.map((f) => form.names[f]);
+      errors.push({
+        path: at(name),
+        message: `${at(name)}: unknown field; ${names.length > 0 ? `send only ${names.join(', ')}` : 'send an empty object {}'}${didYouMean(name, form)}`,
+      });
+      continue;
+    }
+    if (value === undefined) continue;
+    const rule = form.rules[field];
+    const parsed = rule.schema.safeParse(value);
+    if (parsed.success) {
+      values[field] = parsed.data;
+      continue;
+    }
+    const storable = parsed.error.issues.some((i) => i.code === 'custom' && i.message === 'storable');
+    const tooLong =
+      typeof value === 'string' &&
+      parsed.error.issues.some((i) => i.message === 'too long' || i.code === 'too_big');
+    const expected = storable ? STORABLE_EXPECTED : rule.expected;
+    const got = tooLong ? describeLength(value as string) : describeValue(value);
+    errors.push({ path: at(name), message: `${at(name)}: expected ${expected}, got ${got}` });
+  }
+  for (const field of options.required ?? []) {
+    if (values[field] === undefined && !errors.some((e) => e.path === at(form.names[field]))) {
+      const name = form.names[field];
+      errors.push({
+        path: at(name),
+        message: `${at(name)}: expected ${form.rules[field].expected}, got nothing`,
+      });
+    }
+  }
+  if (options.oneOf && errors.length === 0) {
+    const given = options.oneOf.fields.filter((f) => values[f] !== undefined);
+    if (given.length > 1 || (options.oneOf.exactly && given.length === 0)) {
+      const all = options.oneOf.fields.map((f) => `"${form.names[f]}"`);
+      const list = `${all.slice(0, -1).join(', ')} or ${all[all.length - 1]}`;
+      const got = given.length === 0 ? 'none of them' : given.map((f) => `"${form.names[f]}"`).join(' and ');
+      const message = `${whole || options.noun || 'body'}: expected ${options.oneOf.exactly ? 'exactly' : 'at most'} one of ${list}, got ${got}; send ${options.oneOf.exactly ? 'exactly' : 'at most'} one`;
+      errors.push({ path: whole, message });
+    }
+  }
+  return { values, errors };
+}
+
+/** `; did you mean "x"?` for a field name that is close to one of the form's, or `''`. */
+export function didYouMean<K extends string>(name: string, form: Form<K>): string {
+  const fields = Object.keys(form.names) as K[];
+  const normal = normalise(name);
+  const exact = fields.find((f) => normalise(form.names[f]) === normal);
+  const alias = form.aliases?.[normal];
+  let guess = exact ?? (alias !== undefined && alias in form.names ? (alias as K) : undefined);
+  if (guess === undefined && normal.length >= 3) {
+    let best = Infinity;
+    for (const f of fields) {
+      const d = distance(normal, normalise(form.names[f]));
+      if (d < best && d <= (normal.length >= 6 ? 2 : 1)) {
+        best = d;
+        guess = f;
+      }
+    }
+  }
+  return guess === undefined ? '' : `; did you mean "${form.names[guess]}"?`;
+}
+
+const normalise = (name: string) => name.toLowerCase().replace(/[-_\s]/g, '');
+
+/** Edit distance with transpositions (Damerau–Levenshtein, optimal string alignment). */
+function distance(a: string, b: string): number {
+  const d: number[][] = Array.from({ length: a.length + 1 }, (_, i) => [i]);
+  for (let j = 1; j <= b.length; j++) d[0]![j] = j;
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      let v = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1])
+        v = Math.min(v, d[i - 2]![j - 2]! + 1);
+      d[i]![j] = v;
+    }
+  }
+  return d[a.length]![b.length]!;
+}
+
+/** A form's names the other way round: the field each caller's name stands for. */
+export function fieldOf<K extends string>(form: Form<K>, name: string): K | undefined {
+  return (Object.keys(form.names) as K[]).find((f) => form.names[f] === name);
+}
