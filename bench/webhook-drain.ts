@@ -122,6 +122,7 @@ function signCostUs(): number {
     wakeId: '5d1c0e8e-8c0a-4f0e-a1b4-1f0f2b8b2f77',
     attempt: 1,
     fireCount: 1,
+    trigger: 'schedule',
     scheduledFor: new Date(),
     firedAt: new Date(),
     latenessMs: 3,

@@ -25,6 +25,8 @@ export interface Config {
   escalateAfterMs: number;
   replyWindowMs: number;
   retentionMs: number;
+  /** Finished alarms (fired, cancelled, failed) are deleted, with their wakes, this long after their last change. */
+  alarmRetentionMs: number;
   retryBaseMs: number;
   retryMaxMs: number;
   deliveryTimeoutMs: number;
@@ -142,6 +144,7 @@ export function loadConfig(env: Env = process.env): Config {
     escalateAfterMs: duration('CHRONOS_ESCALATE_AFTER', '12m'),
     replyWindowMs: duration('CHRONOS_REPLY_WINDOW', '2m'),
     retentionMs: duration('CHRONOS_RETENTION', '7d'),
+    alarmRetentionMs: duration('CHRONOS_ALARM_RETENTION', '30d', 60_000),
     retryBaseMs: duration('CHRONOS_RETRY_BASE', '1s', 1),
     retryMaxMs: duration('CHRONOS_RETRY_MAX', '1h', 1),
     deliveryTimeoutMs: duration('CHRONOS_DELIVERY_TIMEOUT', '10s', 1),

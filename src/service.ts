@@ -94,6 +94,7 @@ export class ChronosService {
         minCronIntervalMs: config.minCronIntervalMs,
       },
       notifyHorizonMs: config.pollIntervalMs,
+      leaseMs: config.leaseMs,
     });
     this.keys = new KeyService(db, { clock });
     this.wakes = new WakeService({
@@ -109,6 +110,7 @@ export class ChronosService {
       nudgeAfterMs: config.nudgeAfterMs,
       escalateAfterMs: config.escalateAfterMs,
       retentionMs: config.retentionMs,
+      alarmRetentionMs: config.alarmRetentionMs,
       routerUrl: config.routerUrl,
       fallbackUrl: config.fallbackUrl,
       secrets: config.webhookSecrets,

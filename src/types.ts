@@ -5,9 +5,11 @@ import type { RawJson } from './json.js';
 
 export const ALARM_KINDS = ['once', 'cron'] as const;
 export type AlarmKind = (typeof ALARM_KINDS)[number];
-export const ALARM_STATUSES = ['active', 'fired', 'cancelled', 'failed'] as const;
+export const ALARM_STATUSES = ['active', 'paused', 'fired', 'cancelled', 'failed'] as const;
 export type AlarmStatus = (typeof ALARM_STATUSES)[number];
-export type AlarmSource = 'api' | 'mcp' | 'library';
+export type AlarmSource = 'api' | 'mcp' | 'library' | 'file';
+/** What brought a fire: the alarm's schedule, or a "fire now" (contract §5, §6). */
+export type Trigger = 'schedule' | 'manual';
 export const WAKE_STATUSES = ['pending', 'delivered', 'acknowledged', 'failed'] as const;
 export type WakeStatus = (typeof WAKE_STATUSES)[number];
 
@@ -44,6 +46,10 @@ export interface Alarm {
   source: AlarmSource;
   /** Who delivers it (contract §4a): `router` for `chronos serve`, another for a library `work()`. */
   queue: string;
+  /** What brought the occurrence in hand. */
+  trigger: Trigger;
+  /** For a manual fire of an active cron alarm: the scheduled occurrence it goes back to. */
+  heldOccurrence: Date | null;
   createdAt: Date;
   updatedAt: Date;
   lastFiredAt: Date | null;
@@ -71,4 +77,19 @@ export interface Wake {
   ackNote: string | null;
   ackInferred: boolean;
   createdAt: Date;
+  trigger: Trigger;
+  /** The alarm's label and wake message as they are now. */
+  label: string;
+  wakeMessage: string;
+}
+
+/** One delivery attempt of a wake (contract §5: `GET /v1/wakes/{id}/attempts`). */
+export interface WakeAttempt {
+  attempt: number;
+  startedAt: Date;
+  finishedAt: Date;
+  outcome: 'delivered' | 'retry' | 'failed';
+  statusCode: number | null;
+  error: string | null;
+  durationMs: number;
 }

@@ -18,9 +18,15 @@ import {
   type FieldError,
 } from '../errors.js';
 import type { RawJson } from '../json.js';
+import { nextOccurrence } from '../schedule/next-occurrence.js';
 import { resolveSchedule } from '../schedule/resolve.js';
 import {
+  alarmsBulkCancel,
   alarmsCancel,
+  alarmsFire,
+  alarmsPause,
+  alarmsResume,
+  alarmsRetry,
   alarmsGet,
   alarmsGetByKey,
   alarmsGetByKeys,
@@ -29,6 +35,7 @@ import {
   alarmsReschedule,
   type AlarmChanges,
   type AlarmRef,
+  type BulkFilter,
   type InsertQuotas,
   type NewAlarm,
   type ScheduleColumns,
@@ -57,6 +64,8 @@ export interface AlarmServiceOptions {
   notifyHorizonMs: number;
   /** How far in the past an `at` may be (clock drift), default 60 s. */
   pastToleranceMs?: number;
+  /** The dispatchers' lease: a "fire now" waits for a delivery under a live one. */
+  leaseMs?: number;
 }
 
 export interface WriteOptions {
@@ -161,7 +170,10 @@ export class AlarmService {
     );
   }
 
-  /** Reschedules and/or edits an active alarm in one UPDATE; `conflict` when it is not active. */
+  /**
+   * Reschedules and/or edits an active or paused alarm in one UPDATE (a paused one stays paused);
+   * `conflict` otherwise.
+   */
   async update(owner: Owner, ref: AlarmRef, spec: AlarmSpec, write: WriteOptions): Promise<Alarm> {
     const ex = write.tx ?? this.options.db;
     let schedule: ScheduleColumns | undefined;
@@ -199,11 +211,71 @@ export class AlarmService {
     };
     const updated = await alarmsReschedule(ex, owner.did, refFor(ref), changes, this.options.notifyHorizonMs);
     if (updated) return updated;
-    const current = await this.#find(ex, owner, ref);
-    throw new ChronosError(
-      'conflict',
-      `alarm ${current.id} is ${current.status}; only an active alarm can be changed`,
+    throw notNow(await this.#find(ex, owner, ref), 'only an active or paused alarm can be changed');
+  }
+
+  /** Stops an active alarm firing (contract §5); pausing a paused one answers it again. */
+  async pause(owner: Owner, id: string): Promise<Alarm> {
+    const paused = await alarmsPause(this.options.db, owner.did, uuidOf(id));
+    if (paused) return paused;
+    const current = await this.get(owner, id);
+    if (current.status === 'paused') return current;
+    throw notNow(current, 'only an active alarm can be paused');
+  }
+
+  /**
+   * Lets a paused alarm fire again: a cron alarm at its next occurrence after now (no catching
+   * up), a one-shot at its own instant, or promptly when that passed while it was paused.
+   * Resuming an active one answers it again.
+   */
+  async resume(owner: Owner, id: string): Promise<Alarm> {
+    const current = await this.get(owner, id);
+    if (current.status === 'active') return current;
+    if (current.status !== 'paused') throw notNow(current, 'only a paused alarm can be resumed');
+    const now = await this.options.dbClock.now();
+    const dueAt =
+      current.kind === 'cron'
+        ? nextOccurrence(current, now)
+        : new Date(Math.max(current.scheduledFor.getTime(), now.getTime()));
+    const resumed = await alarmsResume(
+      this.options.db,
+      owner.did,
+      current.id,
+      dueAt,
+      this.options.notifyHorizonMs,
     );
+    if (resumed) return resumed;
+    return this.resume(owner, id); // changed meanwhile: answer for what it is now
+  }
+
+  /**
+   * One extra delivery now (`trigger: "manual"`) of an active or paused alarm; a cron alarm's
+   * schedule is not moved, a one-shot is then `fired` as usual. `conflict` while a delivery of it
+   * is under way (it is being delivered now) and when it is neither active nor paused.
+   */
+  async fireNow(owner: Owner, id: string): Promise<Alarm> {
+    const fired = await alarmsFire(this.options.db, owner.did, uuidOf(id), this.options.leaseMs ?? 30_000);
+    if (fired) return fired;
+    const current = await this.get(owner, id);
+    if (current.status === 'active' || current.status === 'paused') {
+      throw new ChronosError(
+        'conflict',
+        `alarm ${current.id} is being delivered right now; fire it again once this delivery is done`,
+      );
+    }
+    throw notNow(current, 'only an active or paused alarm can be fired now');
+  }
+
+  /** A failed alarm becomes active again, its failures forgotten, due now. */
+  async retry(owner: Owner, id: string): Promise<Alarm> {
+    const retried = await alarmsRetry(this.options.db, owner.did, uuidOf(id));
+    if (retried) return retried;
+    throw notNow(await this.get(owner, id), 'only a failed alarm can be retried');
+  }
+
+  /** Cancels the owner's active and paused alarms matching every filter, in one statement. */
+  bulkCancel(owner: Owner, filter: BulkFilter): Promise<number> {
+    return alarmsBulkCancel(this.options.db, owner.did, filter);
   }
 
   /** Cancels an alarm; cancelling a cancelled one answers it again; `conflict` when fired or failed. */
@@ -213,10 +285,7 @@ export class AlarmService {
     if (cancelled) return cancelled;
     const current = await this.#find(ex, owner, ref);
     if (current.status === 'cancelled') return current;
-    throw new ChronosError(
-      'conflict',
-      `alarm ${current.id} has already ${current.status === 'fired' ? 'fired' : 'failed'}; it cannot be cancelled`,
-    );
+    throw notNow(current, 'it cannot be cancelled: there is nothing left to stop');
   }
 
   /** The row a spec makes, checked for meaning; throws `invalid_input` on core field names. */
@@ -299,6 +368,25 @@ export class AlarmService {
       minCronIntervalMs: this.options.quotas.minCronIntervalMs,
     });
   }
+}
+
+const STANDING: Record<Alarm['status'], string> = {
+  active: 'is active',
+  paused: 'is paused',
+  fired: 'has already fired',
+  cancelled: 'is cancelled',
+  failed: 'has failed',
+};
+
+/** `conflict`: the alarm is not in a status the change applies to (`rule` says which is). */
+function notNow(alarm: Alarm, rule: string): ChronosError {
+  return new ChronosError('conflict', `alarm ${alarm.id} ${STANDING[alarm.status]}; ${rule}`);
+}
+
+/** An alarm id, or `not_found` (an id that is no UUID names no alarm). */
+function uuidOf(id: string): string {
+  if (!isUuid(id)) throw notFound(`alarm ${JSON.stringify(id)}`);
+  return id;
 }
 
 function refFor(ref: AlarmRef): AlarmRef {

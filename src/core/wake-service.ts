@@ -10,8 +10,8 @@
 import { ChronosError, Described, invalidInput, notFound } from '../errors.js';
 import { silentLogger, type Logger } from '../logger.js';
 import type { Executor } from '../store/db.js';
-import { wakesAck, wakesAckByReply, wakesGet, wakesList } from '../store/wakes.js';
-import { WAKE_STATUSES, type Wake } from '../types.js';
+import { wakesAck, wakesAckByReply, wakesAttempts, wakesGet, wakesList } from '../store/wakes.js';
+import { WAKE_STATUSES, type Wake, type WakeAttempt } from '../types.js';
 import { isUuid, type Owner } from './owner.js';
 import { parseLimit, parseOneOf, timeCursor, toPage, type Page } from './page.js';
 import { codePoints, isStorable } from './text.js';
@@ -47,20 +47,47 @@ export class WakeService {
     return () => this.#hooks.delete(hook);
   }
 
+  /**
+   * One page of the owner's wakes, newest first; the filters combine: `status`, `alarm_id`,
+   * `conversation_id`.
+   */
   async list(
     owner: Owner,
-    query: { status?: unknown; limit?: unknown; cursor?: unknown },
+    query: {
+      status?: unknown;
+      alarm_id?: unknown;
+      conversation_id?: unknown;
+      limit?: unknown;
+      cursor?: unknown;
+    },
   ): Promise<Page<Wake>> {
     const status = parseOneOf('status', WAKE_STATUSES, query.status);
     const limit = parseLimit(query.limit);
     const after = timeCursor.parse(query.cursor);
-    const rows = await wakesList(this.#db, owner.did, { status, limit: limit + 1, after });
+    const alarmId = optionalText(query.alarm_id, 'alarm_id');
+    const conversationId = optionalText(query.conversation_id, 'conversation_id');
+    // An alarm id that is no UUID names no alarm: an empty page, as for another owner's.
+    if (alarmId !== undefined && !isUuid(alarmId)) return { items: [], nextCursor: null };
+    const rows = await wakesList(this.#db, owner.did, {
+      status,
+      alarmId,
+      conversationId,
+      limit: limit + 1,
+      after,
+    });
     return toPage(
       rows,
       limit,
       (r) => r.wake,
       (r) => timeCursor.encode(r.cursor),
     );
+  }
+
+  /** Every delivery attempt of one of the owner's wakes, oldest first. */
+  async attempts(owner: Owner, id: string): Promise<WakeAttempt[]> {
+    const attempts = isUuid(id) ? await wakesAttempts(this.#db, owner.did, id) : null;
+    if (!attempts) throw notFound(`wake ${JSON.stringify(id)}`);
+    return attempts;
   }
 
   async get(owner: Owner, id: string): Promise<Wake> {
@@ -114,6 +141,15 @@ export class WakeService {
         );
     }
   }
+}
+
+/** A text filter from a query string: absent, or a string of at most 200 characters. */
+function optionalText(value: unknown, path: string): string | undefined {
+  if (value === undefined || value === '') return undefined;
+  if (typeof value !== 'string' || codePoints(value) > 200) {
+    throw invalidInput(path, 'a string of at most 200 characters', value);
+  }
+  return value;
 }
 
 /** The note, trimmed: not empty, storable, at most NOTE_MAX_CHARS characters. */

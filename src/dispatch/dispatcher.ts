@@ -275,6 +275,7 @@ export class Dispatcher {
         wakeId: claim.wakeId,
         attempt: claim.attempt,
         fireCount: claim.fireCount,
+        trigger: claim.alarm.trigger,
         scheduledFor: claim.alarm.scheduledFor,
         firedAt: startedAt,
         latenessMs,

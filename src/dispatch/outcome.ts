@@ -6,11 +6,13 @@
  *   after now (no catching up) with `failure_count` reset.
  * - a retryable failure below the ceiling: `failure_count` + 1, `last_error`, due again after a
  *   backoff; the occurrence (and its wake) stay the same.
+ * - an unreachable target (no connection at all: an outage): due again after a backoff with
+ *   `failure_count` unchanged — an outage delays wakes instead of spending their retries.
  * - at the ceiling, or not retryable: a once alarm becomes `failed`; a cron alarm skips this
  *   occurrence and advances (skip-and-advance), staying `active`.
  * - coalesced (an unacknowledged wake absorbed the fire): the alarm advances as if delivered.
  */
-import { parseCron, type CronSchedule } from '../schedule/cron.js';
+import { nextOccurrence } from '../schedule/next-occurrence.js';
 import type { Claim, Outcome } from '../store/claims.js';
 import type { Alarm } from '../types.js';
 import type { Delivery } from '../receivers/receiver.js';
@@ -20,23 +22,6 @@ export interface OutcomeTimes {
   startedAt: Date;
   finishedAt: Date;
   latenessMs: number;
-}
-
-const cronCache = new Map<string, CronSchedule>();
-
-/** The first occurrence of a cron alarm strictly after `now` (anchored on its occurrence in hand). */
-export function nextOccurrence(
-  alarm: Pick<Alarm, 'cronExpr' | 'timezone' | 'scheduledFor'>,
-  now: Date,
-): Date {
-  const cacheKey = `${alarm.timezone}\u0000${alarm.cronExpr}`;
-  let schedule = cronCache.get(cacheKey);
-  if (!schedule) {
-    schedule = parseCron(alarm.cronExpr, alarm.timezone);
-    if (cronCache.size > 1_000) cronCache.clear();
-    cronCache.set(cacheKey, schedule);
-  }
-  return schedule.next(now, alarm.scheduledFor);
 }
 
 /** The alarm's state after an outcome. */
@@ -72,10 +57,13 @@ export function decideOutcome(
     return outcome(claim, times, statusCode, 'delivered', after, alarm.lastError, times.startedAt);
   }
 
-  const failureCount = alarm.failureCount + 1;
+  // A target that could not be reached at all is an outage, not this wake's failure: it is tried
+  // again (the receiver holds deliveries meanwhile) without spending a retry.
+  const spent = delivery.unreachable ? 0 : 1;
+  const failureCount = alarm.failureCount + spent;
   const lastError = delivery.error.slice(0, 1_000);
-  if (delivery.retryable && failureCount < alarm.maxFailures) {
-    const delay = retryDelayMs(failureCount, policy, random, delivery.retryAfterMs);
+  if (delivery.retryable && (spent === 0 || failureCount < alarm.maxFailures)) {
+    const delay = retryDelayMs(Math.max(1, failureCount), policy, random, delivery.retryAfterMs);
     const retryAt = new Date(times.finishedAt.getTime() + delay);
     const after: After = {
       status: 'active',
@@ -89,10 +77,13 @@ export function decideOutcome(
   return outcome(claim, times, statusCode, 'failed', after, lastError, null);
 }
 
-/** A cron alarm moves to its first occurrence after the outcome, with its failures reset. */
+/**
+ * A cron alarm moves to its first occurrence after the outcome, with its failures reset — or,
+ * after a manual fire, back to the scheduled occurrence the manual fire stepped in front of.
+ */
 function advance(alarm: Alarm, times: OutcomeTimes): After {
-  const next = nextOccurrence(alarm, times.finishedAt);
-  return { status: 'active', nextFireAt: next, scheduledFor: next, failureCount: 0 };
+  const next = alarm.heldOccurrence ?? nextOccurrence(alarm, times.finishedAt);
+  return { status: alarm.status, nextFireAt: next, scheduledFor: next, failureCount: 0 };
 }
 
 function stay(alarm: Alarm, status: Outcome['status'], failureCount: number): After {

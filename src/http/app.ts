@@ -143,7 +143,7 @@ export async function buildApp(service: AppService, options: AppOptions = {}): P
         request.caller = await auth.authenticate(request.headers);
       });
       registerAlarmRoutes(v1, service.alarms);
-      registerWakeRoutes(v1, service.wakes);
+      registerWakeRoutes(v1, service.wakes, service.alarms);
     },
     { prefix: '/v1' },
   );

@@ -6,7 +6,7 @@
  * what each one is for. They are published, not enforced by the SDK: see `published` below.
  */
 import { z } from 'zod';
-import { ALARM_STATUSES } from '../types.js';
+import { ALARM_STATUSES, WAKE_STATUSES } from '../types.js';
 import { alarmFields } from '../wire/alarm-input.js';
 import { alarmViewSchema, wakeViewSchema } from '../wire/views.js';
 
@@ -81,7 +81,8 @@ export const listAlarmsInput = z.strictObject({
     .enum(ALARM_STATUSES)
     .optional()
     .describe(
-      'Only alarms in this status: active (still to fire), fired, cancelled or failed. Default: all.',
+      'Only alarms in this status: active (still to fire), paused (kept, not firing), fired, cancelled or ' +
+        'failed. Default: all.',
     ),
   limit: z
     .number()
@@ -101,6 +102,30 @@ export const getAlarmInput = z.strictObject({ id: alarmId });
 export const rescheduleAlarmInput = z.strictObject({ id: alarmId, ...scheduleFields });
 
 export const cancelAlarmInput = z.strictObject({ id: alarmId });
+
+export const pauseAlarmInput = z.strictObject({ id: alarmId });
+
+export const resumeAlarmInput = z.strictObject({ id: alarmId });
+
+const pageFields = {
+  limit: z.number().int().min(1).max(200).optional().describe('How many per page, 1 to 200 (default 50).'),
+  cursor: z
+    .string()
+    .optional()
+    .describe('The next_cursor of the previous page, to read the next one. Absent: the first page.'),
+};
+
+export const listWakesInput = z.strictObject({
+  status: z
+    .enum(WAKE_STATUSES)
+    .optional()
+    .describe(
+      'Only wakes in this status: pending (not delivered yet), delivered (waiting for your ack when it ' +
+        'requires one), acknowledged, or failed. Default: all.',
+    ),
+  alarm_id: z.string().optional().describe('Only the wakes of this alarm (its id).'),
+  ...pageFields,
+});
 
 export const ackWakeInput = z.strictObject({
   wake_id: z.string().describe('The wake_id you received with the wake (a UUID); not the alarm id.'),
@@ -149,6 +174,12 @@ export const rescheduleAlarmOutput = z.strictObject({
 });
 
 export const ackWakeOutput = z.strictObject({ wake: wakeViewSchema, server_time: serverTime });
+
+export const listWakesOutput = z.strictObject({
+  wakes: z.array(wakeViewSchema).describe('Your wakes, newest first.'),
+  next_cursor: z.string().nullable().describe('Pass as cursor to read the next page; null at the end.'),
+  server_time: serverTime,
+});
 
 // ---- Publishing -------------------------------------------------------------------------------
 

@@ -1,5 +1,5 @@
 /**
- * The Chronos MCP server (contract §8) for one owner: an `McpServer` of the SDK with the six
+ * The Chronos MCP server (contract §8) for one owner: an `McpServer` of the SDK with its nine
  * tools, over the same AlarmService and WakeService as the HTTP API — so the same validation,
  * quotas and owner scoping apply, and another owner's ids answer exactly like missing ones.
  *
@@ -29,8 +29,8 @@ const VERSION = (
 
 const INSTRUCTIONS = `Chronos is a durable timer: it wakes you (the agent) up later, even after this session has ended.
 - schedule_alarm: be woken once (in_seconds from now, or at an RFC 3339 time with offset) or on a cron schedule in the user's IANA time zone. Write wake_message as instructions to your future self.
-- When a wake arrives, do what its wake_message says, then call ack_wake with its wake_id and a short note; an unacknowledged wake is nudged, then escalated to a human.
-- list_alarms / get_alarm to look, reschedule_alarm to change, cancel_alarm to stop.
+- When a wake arrives, do what its instructions and wake_message say, then call ack_wake with its wake_id and a short note; an unacknowledged wake is nudged, then escalated to a human. list_wakes (status "delivered") finds wakes still waiting for your ack, e.g. after a new session.
+- list_alarms / get_alarm to look, reschedule_alarm to change, pause_alarm / resume_alarm to hold and restart, cancel_alarm to stop for good.
 Every answer carries server_time (UTC, the server's clock): use it to work out relative times. next_fires shows coming fires in the alarm's zone: check them.`;
 
 // Built once: the JSON Schema each tool publishes is computed at load, not per request.

@@ -76,7 +76,11 @@ function conflictHint(tool: string, message: string): string {
     return 'Choose an idempotency_key that none of your other alarms uses, or leave it out.';
   }
   if (tool === 'reschedule_alarm') {
-    return 'Only an active alarm can be changed. To be woken again, create a new alarm with schedule_alarm.';
+    return 'Only an active or paused alarm can be changed. To be woken again, create a new alarm with schedule_alarm.';
+  }
+  if (tool === 'pause_alarm') return 'Only an active alarm can be paused; nothing was changed.';
+  if (tool === 'resume_alarm') {
+    return 'Only a paused alarm can be resumed. To be woken again after a fire or a cancel, use schedule_alarm.';
   }
   if (tool === 'cancel_alarm') return 'There is nothing to cancel: it will not fire again.';
   if (tool === 'ack_wake') return "Call get_alarm with the wake's alarm_id to see last_error.";

@@ -5,8 +5,9 @@
  * the server turns it into an `isError` result.
  */
 import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
-import type { z } from 'zod';
-import { invalidFields, invalidInput } from '../errors.js';
+import { z } from 'zod';
+import { invalidInput } from '../errors.js';
+import { readForm } from '../wire/fields.js';
 import type { Owner } from '../core/owner.js';
 import type { ChronosService } from '../service.js';
 
@@ -30,16 +31,14 @@ export interface ChronosTool {
   run(args: Record<string, unknown>, ctx: ToolContext): Promise<Record<string, unknown>>;
 }
 
-/** Refuses arguments other than `allowed`, naming what to send instead. */
+/** Refuses arguments other than `allowed`, naming what to send instead (as every door does). */
 export function onlyFields(args: Record<string, unknown>, allowed: readonly string[]): void {
-  const unknown = Object.keys(args).filter((key) => !allowed.includes(key));
-  if (unknown.length === 0) return;
-  throw invalidFields(
-    unknown.map((key) => ({
-      path: key,
-      message: `${key}: unknown field; send only ${allowed.join(', ')}`,
-    })),
-  );
+  const any = { schema: z.unknown(), expected: 'a value' };
+  readForm(args, {
+    names: Object.fromEntries(allowed.map((name) => [name, name])),
+    rules: Object.fromEntries(allowed.map((name) => [name, any])),
+    aliases: { alarmid: 'id', alarm: 'id', wake: 'wake_id', wakeid: 'wake_id', id: 'wake_id' },
+  });
 }
 
 /** The string argument `name`, or an `invalid_input` error saying what it should be. */

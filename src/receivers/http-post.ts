@@ -86,6 +86,7 @@ export function postSigned(post: SignedPost): Promise<SignedDelivery> {
     retryable: true,
     error,
     kind,
+    ...(kind === 'unreachable' && { unreachable: true }),
   });
   if (post.signal?.aborted)
     return Promise.resolve(failed('timeout', `${target} request aborted before it was sent`));

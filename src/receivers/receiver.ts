@@ -1,7 +1,7 @@
 /**
  * What a dispatcher hands a fire to: the router's webhook, an in-process handler, or the log.
  */
-import type { Alarm } from '../types.js';
+import type { Alarm, Trigger } from '../types.js';
 
 export interface Fire {
   alarm: Alarm;
@@ -10,6 +10,8 @@ export interface Fire {
   /** 1 for the first attempt at this wake. */
   attempt: number;
   fireCount: number;
+  /** What brought this wake: the schedule, or a "fire now". */
+  trigger: Trigger;
   scheduledFor: Date;
   /** When this attempt started, by the database clock. */
   firedAt: Date;
@@ -24,6 +26,11 @@ export type Delivery =
       error: string;
       /** False when trying again cannot help (a 4xx other than 408/429): the occurrence fails now. */
       retryable: boolean;
+      /**
+       * True when the target could not be reached at all (no connection: refused, no such host):
+       * an outage, so the attempt does not count against the alarm's `max_failures`.
+       */
+      unreachable?: boolean;
       statusCode?: number;
       retryAfterMs?: number;
     };

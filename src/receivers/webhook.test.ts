@@ -14,6 +14,7 @@ const alarm = {
   conversationId: 'conv-1',
   wakeMessage: 'line 1\u2028line 2 🦀',
   payload: new RawJson('{"big": 12345678901234567890, "f": 0.1000000000000000055511151231257827}'),
+  requireAck: true,
 } as Alarm;
 
 const fire: Fire = {
@@ -21,6 +22,7 @@ const fire: Fire = {
   wakeId: '5d1c0e8e-8c0a-4f0e-a1b4-1f0f2b8b2f77',
   attempt: 2,
   fireCount: 1,
+  trigger: 'schedule',
   scheduledFor: new Date('2027-03-14T07:00:00.000Z'),
   firedAt: new Date('2027-03-14T07:00:00.012Z'),
   latenessMs: 12.4,
@@ -28,22 +30,46 @@ const fire: Fire = {
 
 describe('wakeBody', () => {
   it('writes the §6 fields in order, times as RFC 3339 UTC with milliseconds, the payload as stored', () => {
-    expect(wakeBody(fire)).toBe(
+    const body = wakeBody(fire);
+    expect(body.slice(0, body.indexOf(',"instructions":'))).toBe(
       '{"type":"alarm.fired","wake_id":"5d1c0e8e-8c0a-4f0e-a1b4-1f0f2b8b2f77",' +
         '"alarm_id":"0b6f2f0e-6f43-4a6b-9a55-1b1e6f0c9e11","user_id":"11111111-1111-4111-8111-111111111111",' +
         '"owner_did":"did:matrix:11111111-1111-4111-8111-111111111111:test","label":"standup","kind":"once",' +
         '"conversation_id":"conv-1","wake_message":"line 1\u2028line 2 🦀",' +
         '"payload":{"big": 12345678901234567890, "f": 0.1000000000000000055511151231257827},' +
         '"scheduled_for":"2027-03-14T07:00:00.000Z","fired_at":"2027-03-14T07:00:00.012Z",' +
-        '"lateness_ms":12,"attempt":2,"fire_count":1}',
+        '"lateness_ms":12,"attempt":2,"fire_count":1,"require_ack":true,"trigger":"schedule"',
     );
+    expect(Object.keys(JSON.parse(body)).at(-1)).toBe('instructions');
   });
 
-  it('carries the same fields with type "alarm.nudge" for the tracker’s reminder', () => {
-    expect(JSON.parse(wakeBody(fire, 'alarm.nudge'))).toMatchObject({
-      type: 'alarm.nudge',
-      wake_id: fire.wakeId,
-    });
+  it('tells the agent what woke it, to act on the message, and how to acknowledge it', () => {
+    const { instructions } = JSON.parse(wakeBody(fire)) as { instructions: string };
+    expect(instructions).toContain('the scheduled wake "standup", due 2027-03-14T07:00:00.000Z');
+    expect(instructions).toContain('line 1\u2028line 2 🦀');
+    expect(instructions).toContain(`call the ack_wake tool with wake_id "${fire.wakeId}"`);
+    expect(instructions).toContain(`POST /v1/wakes/${fire.wakeId}/ack`);
+    expect(instructions).toContain('reminded once, and then a person will be told');
+  });
+
+  it('says when no acknowledgement is needed, and when the fire was by hand', () => {
+    const manual: Fire = { ...fire, trigger: 'manual', alarm: { ...alarm, requireAck: false } };
+    const body = JSON.parse(wakeBody(manual)) as {
+      trigger: string;
+      require_ack: boolean;
+      instructions: string;
+    };
+    expect(body).toMatchObject({ trigger: 'manual', require_ack: false });
+    expect(body.instructions).toContain('fired it by hand');
+    expect(body.instructions).toContain('No acknowledgement is needed.');
+    expect(body.instructions).not.toContain('ack_wake');
+  });
+
+  it('carries the same fields with type "alarm.nudge" and a reminder for instructions', () => {
+    const nudge = JSON.parse(wakeBody(fire, 'alarm.nudge')) as Record<string, unknown>;
+    expect(nudge).toMatchObject({ type: 'alarm.nudge', wake_id: fire.wakeId, require_ack: true });
+    expect(nudge.instructions).toMatch(/^Reminder: /);
+    expect(nudge.instructions).toContain(`wake_id "${fire.wakeId}"`);
   });
 });
 

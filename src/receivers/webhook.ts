@@ -3,7 +3,7 @@
  *
  * The body is `{type:"alarm.fired", wake_id, alarm_id, user_id, owner_did, label, kind,
  * conversation_id, wake_message, payload, scheduled_for, fired_at, lateness_ms, attempt,
- * fire_count}`; `payload` is spliced in as its stored JSON text, so numbers keep every digit (I4).
+ * fire_count, require_ack, trigger, instructions}`; `payload` is spliced in as its stored JSON text, so numbers keep every digit (I4).
  * The `webhook-id` is the wake id, the same on every retry of the occurrence: receivers
  * deduplicate on it, because delivery is at-least-once (a worker that dies after the POST and
  * before recording it leaves the wake to be sent again).
@@ -13,13 +13,15 @@
  * Each attempt is given up after `timeoutMs`, and earlier when the dispatcher aborts it before
  * its lease would lapse.
  *
- * **Holding during an outage.** After `holdAfter` attempts in a row find the router unreachable
- * (no connection at all: refused, no such host, connect timeout), the receiver asks the
- * dispatcher to stop claiming (`holdMs()`) and probes the router with a bare TCP connect, after
+ * **Holding during an outage.** From the first attempt that finds the router unreachable (no
+ * connection at all: refused, no such host, connect timeout; `holdAfter`, default 1), the
+ * receiver asks the dispatcher to stop claiming (`holdMs()`) and probes the router with a bare TCP connect, after
  * 250 ms and then backing off to `probeMaxMs`. Wakes due meanwhile stay in the table, unclaimed
  * and unattempted, so an outage makes them late instead of spending their `max_failures`; the
- * first probe that connects (or any answer from the router) resumes deliveries. Answers of any
- * status, timeouts and broken connections do not hold anything: those failures count as usual.
+ * first probe that connects (or any answer from the router) resumes deliveries. The attempts that
+ * found it unreachable, and those of a batch already under way, do not count against the wakes'
+ * `max_failures` either (see dispatch/outcome.ts). Answers of any status, timeouts and broken
+ * connections do not hold anything: those failures count as usual.
  */
 import { connect } from 'node:net';
 import type { Agent } from 'undici';
@@ -27,6 +29,7 @@ import { systemClock, type Clock } from '../clock.js';
 import { silentLogger, type Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import { createDeliveryAgent, postSigned, type SignedDelivery } from './http-post.js';
+import { fireInstructions, nudgeInstructions } from './instructions.js';
 import type { Delivery, Fire, Receiver } from './receiver.js';
 
 export type WakeEventType = 'alarm.fired' | 'alarm.nudge';
@@ -47,7 +50,7 @@ export interface WebhookReceiverOptions {
   clock?: Clock;
   metrics?: Metrics;
   logger?: Logger;
-  /** Unreachable attempts in a row after which deliveries are held (default 3). */
+  /** Unreachable attempts in a row after which deliveries are held (default 1). */
   holdAfter?: number;
   /** The longest wait between two probes of an unreachable router (default 5 s). */
   probeMaxMs?: number;
@@ -82,6 +85,9 @@ export function wakeBody(fire: Fire, type: WakeEventType = 'alarm.fired'): strin
     lateness_ms: Math.max(0, Math.round(fire.latenessMs)),
     attempt: fire.attempt,
     fire_count: fire.fireCount,
+    require_ack: alarm.requireAck,
+    trigger: fire.trigger,
+    instructions: type === 'alarm.nudge' ? nudgeInstructions(fire) : fireInstructions(fire),
   });
   return `${head.slice(0, -1)},"payload":${alarm.payload.text},${tail.slice(1)}`;
 }
@@ -190,7 +196,7 @@ export class WebhookReceiver implements Receiver {
     }
     if (delivery.kind !== 'unreachable') return;
     this.#unreachableInARow++;
-    if (!this.#held && this.#unreachableInARow >= (this.#options.holdAfter ?? 3)) {
+    if (!this.#held && this.#unreachableInARow >= (this.#options.holdAfter ?? 1)) {
       this.#held = true;
       this.#probeDelayMs = FIRST_PROBE_MS;
       this.#nextProbeAt = this.#clock.now().getTime() + this.#probeDelayMs;

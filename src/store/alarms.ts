@@ -7,18 +7,34 @@
  * database-wide lock at commit, and the dispatcher's fallback poll will see them anyway).
  */
 import { RawJson } from '../json.js';
-import type { Alarm, AlarmKind, AlarmSource, AlarmStatus } from '../types.js';
+import {
+  ALARM_STATUSES,
+  type Alarm,
+  type AlarmKind,
+  type AlarmSource,
+  type AlarmStatus,
+  type Trigger,
+} from '../types.js';
 import { ChronosError } from '../errors.js';
-import { channel, sqlState, sql, type Executor } from './db.js';
+import { channel, sqlState, sql, type Executor, type Statement } from './db.js';
 import { newRowId } from './row-id.js';
 
 /** The channel that announces alarms due soon; its payload names their queue. */
 export const dueChannel = (schema: string): string => channel(schema, 'due');
 
-const COLUMNS = `id::text AS id, owner_did, user_id, label, kind, fire_at, cron_expr, timezone, next_fire_at,
-  scheduled_for, conversation_id, wake_message, payload::text AS payload, status, idempotency_key,
-  max_failures, failure_count, last_error, claimed_at, require_ack, source, queue, created_at, updated_at,
-  last_fired_at`;
+const COLUMN_NAMES = `owner_did user_id label kind fire_at cron_expr timezone next_fire_at scheduled_for
+  conversation_id wake_message status idempotency_key max_failures failure_count last_error claimed_at require_ack
+  source queue trigger held_occurrence created_at updated_at last_fired_at`.split(/\s+/);
+
+/** The columns an AlarmRow is read from, of the row aliased `alias` (or unaliased). */
+export function alarmColumns(alias = ''): string {
+  const a = alias ? `${alias}.` : '';
+  return [`${a}id::text AS id`, `${a}payload::text AS payload`, ...COLUMN_NAMES.map((c) => `${a}${c}`)].join(
+    ', ',
+  );
+}
+
+const COLUMNS = alarmColumns();
 
 // Announces the write when the alarm is due within the horizon ($n milliseconds).
 const notifyIfSoon = (horizonParam: string) =>
@@ -48,6 +64,8 @@ export interface AlarmRow {
   require_ack: boolean;
   source: AlarmSource;
   queue: string;
+  trigger: Trigger;
+  held_occurrence: Date | null;
   created_at: Date;
   updated_at: Date;
   last_fired_at: Date | null;
@@ -77,6 +95,8 @@ export function toAlarm(row: AlarmRow): Alarm {
     requireAck: row.require_ack,
     source: row.source,
     queue: row.queue,
+    trigger: row.trigger,
+    heldOccurrence: row.held_occurrence,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
     lastFiredAt: row.last_fired_at,
@@ -321,29 +341,167 @@ export async function alarmsList(
   return rows.map(toAlarm);
 }
 
-// One UPDATE: an active alarm becomes cancelled and loses its lease, so an in-flight delivery
-// cannot record over it and it is never claimed again.
-const cancelById = sql(
-  'alarms_cancel_by_id',
-  `UPDATE chronos.alarms SET status = 'cancelled', claimed_at = NULL, lease_token = NULL, wake_id = NULL, updated_at = now()
-   WHERE id = $1 AND owner_did = $2 AND status = 'active' RETURNING ${COLUMNS}`,
-);
-const cancelByKey = sql(
-  'alarms_cancel_by_key',
-  `UPDATE chronos.alarms SET status = 'cancelled', claimed_at = NULL, lease_token = NULL, wake_id = NULL, updated_at = now()
-   WHERE owner_did = $1 AND idempotency_key = $2 AND idempotency_key <> '' AND status = 'active'
-   RETURNING ${COLUMNS}`,
-);
-
 export type AlarmRef = { id: string } | { key: string };
 
-/** Cancels an active alarm; null when there is no active alarm to cancel (look it up to say why). */
-export async function alarmsCancel(ex: Executor, ownerDid: string, ref: AlarmRef): Promise<Alarm | null> {
-  const [row] =
-    'id' in ref
-      ? await ex.query<AlarmRow>(cancelById, [ref.id, ownerDid])
-      : await ex.query<AlarmRow>(cancelByKey, [ownerDid, ref.key]);
+// An alarm named by its id or by its idempotency key ($1), for one owner ($2): the statement is
+// made twice, once per form, each with its own index lookup.
+const BY_REF = {
+  id: 'id = $1::uuid AND owner_did = $2',
+  key: "idempotency_key = $1 AND owner_did = $2 AND idempotency_key <> ''",
+} as const;
+
+interface RefStatement {
+  id: Statement;
+  key: Statement;
+}
+
+function byRef(name: string, text: (where: string) => string): RefStatement {
+  return { id: sql(`${name}_by_id`, text(BY_REF.id)), key: sql(`${name}_by_key`, text(BY_REF.key)) };
+}
+
+async function updateOne(
+  ex: Executor,
+  statement: RefStatement,
+  ownerDid: string,
+  ref: AlarmRef,
+  more: readonly unknown[] = [],
+): Promise<Alarm | null> {
+  const [row] = await ex.query<AlarmRow>('id' in ref ? statement.id : statement.key, [
+    'id' in ref ? ref.id : ref.key,
+    ownerDid,
+    ...more,
+  ]);
   return row ? toAlarm(row) : null;
+}
+
+// What every change out of `active` or `paused` also does: the occurrence in hand is given up —
+// no lease (a delivery in flight cannot record over the change: its fencing token is gone), no
+// wake, no manual fire.
+const LET_GO = `claimed_at = NULL, lease_token = NULL, wake_id = NULL, trigger = 'schedule',
+  held_occurrence = NULL, updated_at = now()`;
+
+// One UPDATE: an active or paused alarm becomes cancelled; it is never claimed again.
+const cancel = byRef(
+  'alarms_cancel',
+  (where) => `UPDATE chronos.alarms SET status = 'cancelled', ${LET_GO}
+   WHERE ${where} AND status IN ('active', 'paused') RETURNING ${COLUMNS}`,
+);
+
+/** Cancels an active or paused alarm; null when there is none to cancel (look it up to say why). */
+export function alarmsCancel(ex: Executor, ownerDid: string, ref: AlarmRef): Promise<Alarm | null> {
+  return updateOne(ex, cancel, ownerDid, ref);
+}
+
+// One UPDATE: an active alarm stops firing. A delivery of its schedule in flight is fenced out, as
+// by a cancel; a manual fire asked for before the pause still happens (it was asked for).
+const pause = sql(
+  'alarms_pause',
+  `UPDATE chronos.alarms SET status = 'paused',
+     claimed_at = CASE WHEN trigger = 'manual' THEN claimed_at END,
+     lease_token = CASE WHEN trigger = 'manual' THEN lease_token END,
+     wake_id = CASE WHEN trigger = 'manual' THEN wake_id END,
+     held_occurrence = NULL, updated_at = now()
+   WHERE ${BY_REF.id} AND status = 'active' RETURNING ${COLUMNS}`,
+);
+
+/** Pauses an active alarm; null when it is not active. */
+export function alarmsPause(ex: Executor, ownerDid: string, id: string): Promise<Alarm | null> {
+  return updateOne(ex, { id: pause, key: pause }, ownerDid, { id });
+}
+
+// One UPDATE: a paused alarm is active again, due at $3 (its next occurrence after now, or its
+// own instant — or now when that passed — for a one-shot: no catching up). A manual fire still
+// pending keeps its place and the schedule waits behind it in held_occurrence.
+const resume = sql(
+  'alarms_resume',
+  `UPDATE chronos.alarms SET status = 'active',
+     next_fire_at = CASE WHEN trigger = 'manual' THEN next_fire_at ELSE $3 END,
+     scheduled_for = CASE WHEN trigger = 'manual' THEN scheduled_for ELSE $3 END,
+     held_occurrence = CASE WHEN trigger = 'manual' AND kind = 'cron' THEN $3::timestamptz END,
+     updated_at = now()
+   WHERE ${BY_REF.id} AND status = 'paused'
+   RETURNING ${COLUMNS}, ${notifyIfSoon('$4')}`,
+);
+
+/** Resumes a paused alarm, due at `dueAt`; null when it is not paused. */
+export function alarmsResume(
+  ex: Executor,
+  ownerDid: string,
+  id: string,
+  dueAt: Date,
+  notifyHorizonMs: number,
+): Promise<Alarm | null> {
+  return updateOne(ex, { id: resume, key: resume }, ownerDid, { id }, [dueAt, notifyHorizonMs]);
+}
+
+// One UPDATE: one extra delivery of an active or paused alarm, due now (trigger 'manual', a fresh
+// wake). A cron alarm's schedule is not moved: an active one returns to held_occurrence after it.
+// Refused (nothing returned) while a delivery is under a live lease: it is being delivered now.
+const fire = sql(
+  'alarms_fire',
+  `UPDATE chronos.alarms SET trigger = 'manual', next_fire_at = now(), scheduled_for = now(),
+     held_occurrence = CASE WHEN kind = 'cron' AND status = 'active' AND trigger = 'schedule'
+                            THEN next_fire_at ELSE held_occurrence END,
+     wake_id = NULL, claimed_at = NULL, lease_token = NULL, updated_at = now()
+   WHERE ${BY_REF.id} AND status IN ('active', 'paused')
+     AND (claimed_at IS NULL OR claimed_at <= now() - $3::int * interval '1 millisecond')
+   RETURNING ${COLUMNS}, pg_notify('chronos_due', queue) AS notified`,
+);
+
+/** Fires an alarm now, once more; null when it is not active or paused, or is being delivered. */
+export function alarmsFire(
+  ex: Executor,
+  ownerDid: string,
+  id: string,
+  leaseMs: number,
+): Promise<Alarm | null> {
+  return updateOne(ex, { id: fire, key: fire }, ownerDid, { id }, [Math.round(leaseMs)]);
+}
+
+// One UPDATE: a failed alarm is active again with its failures forgotten, due now, with a fresh wake.
+const retry = sql(
+  'alarms_retry',
+  `UPDATE chronos.alarms SET status = 'active', failure_count = 0, last_error = '',
+     next_fire_at = now(), scheduled_for = now(), ${LET_GO}
+   WHERE ${BY_REF.id} AND status = 'failed'
+   RETURNING ${COLUMNS}, pg_notify('chronos_due', queue) AS notified`,
+);
+
+/** Makes a failed alarm active again, due now; null when it is not failed. */
+export function alarmsRetry(ex: Executor, ownerDid: string, id: string): Promise<Alarm | null> {
+  return updateOne(ex, { id: retry, key: retry }, ownerDid, { id });
+}
+
+// One UPDATE for all of them: an owner's active and paused alarms matching every filter given
+// (ids, label, conversation id; NULL = not filtered on) are cancelled.
+const bulkCancel = sql(
+  'alarms_bulk_cancel',
+  `WITH cancelled AS (
+     UPDATE chronos.alarms SET status = 'cancelled', ${LET_GO}
+     WHERE owner_did = $1 AND status IN ('active', 'paused')
+       AND ($2::uuid[] IS NULL OR id = ANY($2::uuid[]))
+       AND ($3::text IS NULL OR label = $3)
+       AND ($4::text IS NULL OR conversation_id = $4)
+     RETURNING 1
+   )
+   SELECT count(*)::int AS n FROM cancelled`,
+);
+
+export interface BulkFilter {
+  ids?: readonly string[];
+  label?: string;
+  conversationId?: string;
+}
+
+/** Cancels the owner's active and paused alarms matching every filter; returns how many. */
+export async function alarmsBulkCancel(ex: Executor, ownerDid: string, filter: BulkFilter): Promise<number> {
+  const [row] = await ex.query<{ n: number }>(bulkCancel, [
+    ownerDid,
+    filter.ids ?? null,
+    filter.label ?? null,
+    filter.conversationId ?? null,
+  ]);
+  return row?.n ?? 0;
 }
 
 /** Fields a reschedule may change; `undefined` leaves a field as it is. */
@@ -358,9 +516,10 @@ export interface AlarmChanges {
   requireAck?: boolean;
 }
 
-// A new schedule replaces the occurrence in hand: the lease and the current wake are dropped, so
-// a delivery of the old time still in flight cannot record over it (its fencing token is gone),
-// and the alarm fires at its new time only.
+// A new schedule replaces the occurrence in hand: the lease, the current wake and a pending manual
+// fire are dropped, so a delivery of the old time still in flight cannot record over it (its
+// fencing token is gone), and the alarm fires at its new time only. A paused alarm is edited and
+// stays paused (resume computes its due time afresh).
 const RESCHEDULE_SET = `
   kind = coalesce($3, kind),
   fire_at = CASE WHEN $3::text IS NULL THEN fire_at ELSE $4::timestamptz END,
@@ -372,6 +531,8 @@ const RESCHEDULE_SET = `
   claimed_at = CASE WHEN $3::text IS NULL THEN claimed_at END,
   lease_token = CASE WHEN $3::text IS NULL THEN lease_token END,
   wake_id = CASE WHEN $3::text IS NULL THEN wake_id END,
+  trigger = CASE WHEN $3::text IS NULL THEN trigger ELSE 'schedule' END,
+  held_occurrence = CASE WHEN $3::text IS NULL THEN held_occurrence END,
   label = coalesce($8, label),
   conversation_id = coalesce($9, conversation_id),
   wake_message = coalesce($10, wake_message),
@@ -381,20 +542,14 @@ const RESCHEDULE_SET = `
   require_ack = coalesce($14, require_ack),
   updated_at = now()`;
 
-const rescheduleById = sql(
-  'alarms_reschedule_by_id',
-  `UPDATE chronos.alarms SET ${RESCHEDULE_SET}
-   WHERE id = $1 AND owner_did = $2 AND status = 'active'
-   RETURNING ${COLUMNS}, ${notifyIfSoon('$15')}`,
-);
-const rescheduleByKey = sql(
-  'alarms_reschedule_by_key',
-  `UPDATE chronos.alarms SET ${RESCHEDULE_SET}
-   WHERE owner_did = $2 AND idempotency_key = $1 AND idempotency_key <> '' AND status = 'active'
+const reschedule = byRef(
+  'alarms_reschedule',
+  (where) => `UPDATE chronos.alarms SET ${RESCHEDULE_SET}
+   WHERE ${where} AND status IN ('active', 'paused')
    RETURNING ${COLUMNS}, ${notifyIfSoon('$15')}`,
 );
 
-/** One UPDATE of an active alarm; null when there is no active alarm to change. */
+/** One UPDATE of an active or paused alarm; null when there is none to change. */
 export async function alarmsReschedule(
   ex: Executor,
   ownerDid: string,
@@ -403,26 +558,22 @@ export async function alarmsReschedule(
   notifyHorizonMs: number,
 ): Promise<Alarm | null> {
   const s = changes.schedule;
-  const values = [
-    'id' in ref ? ref.id : ref.key,
-    ownerDid,
-    s?.kind ?? null,
-    s?.fireAt ?? null,
-    s?.cronExpr ?? null,
-    s?.timezone ?? null,
-    s?.nextFireAt ?? null,
-    changes.label ?? null,
-    changes.conversationId ?? null,
-    changes.wakeMessage ?? null,
-    changes.payload ?? null,
-    changes.idempotencyKey ?? null,
-    changes.maxFailures ?? null,
-    changes.requireAck ?? null,
-    notifyHorizonMs,
-  ];
   try {
-    const [row] = await ex.query<AlarmRow>('id' in ref ? rescheduleById : rescheduleByKey, values);
-    return row ? toAlarm(row) : null;
+    return await updateOne(ex, reschedule, ownerDid, ref, [
+      s?.kind ?? null,
+      s?.fireAt ?? null,
+      s?.cronExpr ?? null,
+      s?.timezone ?? null,
+      s?.nextFireAt ?? null,
+      changes.label ?? null,
+      changes.conversationId ?? null,
+      changes.wakeMessage ?? null,
+      changes.payload ?? null,
+      changes.idempotencyKey ?? null,
+      changes.maxFailures ?? null,
+      changes.requireAck ?? null,
+      notifyHorizonMs,
+    ]);
   } catch (error) {
     if (sqlState(error) === '23505') {
       throw new ChronosError('conflict', 'another of your alarms already uses this idempotency key', {
@@ -439,8 +590,36 @@ const countByStatus = sql(
 );
 
 export async function alarmsCountByStatus(ex: Executor): Promise<Record<AlarmStatus, number>> {
-  const counts: Record<AlarmStatus, number> = { active: 0, fired: 0, cancelled: 0, failed: 0 };
+  const counts = Object.fromEntries(ALARM_STATUSES.map((s) => [s, 0])) as Record<AlarmStatus, number>;
   for (const row of await ex.query<{ status: AlarmStatus; n: number }>(countByStatus))
     counts[row.status] = row.n;
   return counts;
+}
+
+// Retention: deletes a batch of finished alarms (fired, cancelled, failed) whose last change is
+// older than $1 ms, with their wakes and the wakes' attempts, oldest first. A finished alarm is
+// never claimed, so nothing in flight refers to it.
+const prune = sql(
+  'alarms_prune_finished',
+  `WITH gone AS (
+     SELECT id FROM chronos.alarms
+     WHERE status IN ('fired', 'cancelled', 'failed') AND updated_at < now() - $1::float8 * interval '1 millisecond'
+     ORDER BY updated_at LIMIT $2
+     FOR UPDATE SKIP LOCKED
+   ), attempts AS (
+     DELETE FROM chronos.wake_attempts t USING chronos.wakes w, gone
+     WHERE t.wake_id = w.id AND w.alarm_id = gone.id
+   ), wakes AS (
+     DELETE FROM chronos.wakes w USING gone WHERE w.alarm_id = gone.id
+   )
+   DELETE FROM chronos.alarms a USING gone WHERE a.id = gone.id
+   RETURNING a.id`,
+);
+
+/** Deletes one batch of finished alarms past retention (and their wakes); returns how many. */
+export async function alarmsPruneFinished(
+  ex: Executor,
+  options: { retentionMs: number; limit: number },
+): Promise<number> {
+  return (await ex.query(prune, [options.retentionMs, options.limit])).length;
 }

@@ -7,19 +7,18 @@
  * the lease lapses; an outcome is recorded only under the token it was claimed with (fencing),
  * so a worker whose lease lapsed cannot write over a newer claim.
  */
-import { toAlarm, type AlarmRow } from './alarms.js';
+import { alarmColumns, toAlarm, type AlarmRow } from './alarms.js';
 import { sql, type Executor } from './db.js';
 import type { Alarm, AlarmStatus } from '../types.js';
 
-const ALARM_COLUMNS = `c.id::text AS id, c.owner_did, c.user_id, c.label, c.kind, c.fire_at, c.cron_expr,
-  c.timezone, c.next_fire_at, c.scheduled_for, c.conversation_id, c.wake_message, c.payload::text AS payload,
-  c.status, c.idempotency_key, c.max_failures, c.failure_count, c.last_error, c.claimed_at, c.require_ack,
-  c.source, c.queue, c.created_at, c.updated_at, c.last_fired_at`;
+const ALARM_COLUMNS = alarmColumns('c');
 
 /**
  * One statement claims up to $1 due alarms in due order and opens (or reopens) each one's wake.
  *
- * - Only alarms of queue $3 (contract §4a), on `alarms_claim_idx`, which leads with the queue.
+ * - Only alarms of queue $3 (contract §4a), on `alarms_claim_idx`, which leads with the queue:
+ *   active ones, and paused ones with a manual fire ("fire now") — a paused alarm's schedule is
+ *   never claimed.
  * - Due means `next_fire_at <= now()` by the database clock (I5), and unclaimed or with a lease
  *   older than $2 ms. `FOR UPDATE SKIP LOCKED` lets any number of workers claim at once without
  *   taking the same row twice.
@@ -28,7 +27,7 @@ const ALARM_COLUMNS = `c.id::text AS id, c.owner_did, c.user_id, c.label, c.kind
  * - The wake row is written here, before anything is sent. A retry or a reclaim after a lapsed
  *   lease reuses the alarm's `wake_id`, so the webhook id is stable across attempts.
  * - A cron alarm that requires an ack and still has a delivered, unacknowledged and unescalated
- *   wake is not delivered again: the fire is counted on that wake (`coalesced_into`). Only such an
+ *   wake is not delivered again on its schedule (a manual fire always is): the fire is counted on that wake (`coalesced_into`). Only such an
  *   alarm, at a new occurrence (its wake row not yet written), reads `wakes` for this, in nested
  *   CASEs evaluated row by row: as a join, the check could become a scan of every wake under a
  *   generic plan made while the table was small, kept until an ANALYZE.
@@ -40,7 +39,7 @@ const claim = sql(
      SET claimed_at = now(), lease_token = gen_random_uuid(), wake_id = coalesce(a.wake_id, gen_random_uuid())
      WHERE a.id = ANY(ARRAY(
        SELECT id FROM chronos.alarms
-       WHERE status = 'active' AND queue = $3 AND next_fire_at <= now()
+       WHERE (status = 'active' OR trigger = 'manual') AND queue = $3 AND next_fire_at <= now()
          AND (claimed_at IS NULL OR claimed_at <= now() - $2::int * interval '1 millisecond')
        ORDER BY next_fire_at
        LIMIT $1
@@ -48,7 +47,7 @@ const claim = sql(
      RETURNING a.*
    ), fresh AS (
      SELECT c.id,
-       CASE WHEN c.kind = 'cron' AND c.require_ack THEN
+       CASE WHEN c.kind = 'cron' AND c.require_ack AND c.trigger = 'schedule' THEN
          CASE WHEN NOT EXISTS (SELECT 1 FROM chronos.wakes w WHERE w.id = c.wake_id) THEN
            (SELECT w.id FROM chronos.wakes w
             WHERE w.alarm_id = c.id AND w.status = 'delivered' AND w.escalated_at IS NULL
@@ -64,8 +63,9 @@ const claim = sql(
      RETURNING f.id AS alarm_id, w.id::text AS wake_id, w.fire_count
    ), opened AS (
      INSERT INTO chronos.wakes AS w (id, alarm_id, owner_did, user_id, conversation_id, scheduled_for, fired_at,
-       attempts, require_ack)
-     SELECT c.wake_id, c.id, c.owner_did, c.user_id, c.conversation_id, c.scheduled_for, now(), 1, c.require_ack
+       attempts, require_ack, trigger)
+     SELECT c.wake_id, c.id, c.owner_did, c.user_id, c.conversation_id, c.scheduled_for, now(), 1, c.require_ack,
+       c.trigger
      FROM claimed c
      WHERE NOT EXISTS (SELECT 1 FROM fresh f WHERE f.id = c.id AND f.open_wake IS NOT NULL)
      ON CONFLICT (id) DO UPDATE SET attempts = w.attempts + 1, updated_at = now()
@@ -172,11 +172,17 @@ const record = sql(
      AS u(alarm_id, lease_token, wake_id, attempt, result, status, next_fire_ms, scheduled_ms, failure_count,
           last_error, last_fired_ms, started_ms, finished_ms, lateness_ms, status_code)
    ), updated AS (
-     UPDATE chronos.alarms a SET status = o.status, next_fire_at = o.next_fire_at, scheduled_for = o.scheduled_for,
+     UPDATE chronos.alarms a SET
+       -- Only a one-shot's last outcome changes its status: a cron alarm, or one waiting to retry,
+       -- stays as it is now (active, or paused meanwhile).
+       status = CASE WHEN a.kind = 'cron' OR o.result = 'retry' THEN a.status ELSE o.status END,
+       next_fire_at = o.next_fire_at, scheduled_for = o.scheduled_for,
        failure_count = o.failure_count, last_error = o.last_error,
        last_fired_at = coalesce(o.last_fired_at, a.last_fired_at),
        claimed_at = NULL, lease_token = NULL,
        wake_id = CASE WHEN o.result = 'retry' THEN a.wake_id END,
+       trigger = CASE WHEN o.result = 'retry' THEN a.trigger ELSE 'schedule' END,
+       held_occurrence = CASE WHEN o.result = 'retry' THEN a.held_occurrence END,
        updated_at = now()
      FROM o WHERE a.id = o.alarm_id AND a.lease_token = o.lease_token
      RETURNING a.id
@@ -247,7 +253,7 @@ export async function alarmsRelease(
 const nextDue = sql(
   'alarms_next_due',
   `SELECT greatest(0, extract(epoch FROM (next_fire_at - now())) * 1000)::float8 AS ms
-   FROM chronos.alarms WHERE status = 'active' AND queue = $1 AND claimed_at IS NULL
+   FROM chronos.alarms WHERE (status = 'active' OR trigger = 'manual') AND queue = $1 AND claimed_at IS NULL
    ORDER BY next_fire_at LIMIT 1`,
 );
 

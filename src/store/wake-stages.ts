@@ -13,24 +13,22 @@
  * still pending — rescheduled or cancelled it so that the dispatcher no longer holds that wake
  * (`alarms.wake_id` moved on: the occurrence will never be delivered).
  */
-import { toAlarm, type AlarmRow } from './alarms.js';
+import { alarmColumns, toAlarm, type AlarmRow } from './alarms.js';
 import { sql, type Executor } from './db.js';
-import type { Alarm } from '../types.js';
+import type { Alarm, Trigger } from '../types.js';
 
 const MS = `interval '1 millisecond'`;
 
 /** The alarm's columns under alias `a`, named as AlarmRow expects. */
-const ALARM_COLUMNS = `a.id::text AS id, a.owner_did, a.user_id, a.label, a.kind, a.fire_at, a.cron_expr,
-  a.timezone, a.next_fire_at, a.scheduled_for, a.conversation_id, a.wake_message, a.payload::text AS payload,
-  a.status, a.idempotency_key, a.max_failures, a.failure_count, a.last_error, a.claimed_at, a.require_ack,
-  a.source, a.queue, a.created_at, a.updated_at, a.last_fired_at`;
+const ALARM_COLUMNS = alarmColumns('a');
 
 /** True when the owner withdrew wake `w` (see the module comment). */
 const withdrawn = (w: string) => `EXISTS (SELECT 1 FROM chronos.alarms x WHERE x.id = ${w}.alarm_id
   AND (x.status = 'cancelled' OR (${w}.status = 'pending' AND x.wake_id IS DISTINCT FROM ${w}.id)))`;
 
-// The predicates below repeat the partial indexes' own (migrations/0005) so the planner uses them.
-const NUDGE_OPEN = (w: string) => `${w}.require_ack AND ${w}.status IN ('pending', 'delivered')
+// The predicates below repeat the partial indexes' own (migrations 0005, 0009) so the planner
+// uses them. A nudge counts from delivery: a wake the router never received is never nudged.
+const NUDGE_OPEN = (w: string) => `${w}.require_ack AND ${w}.status = 'delivered'
   AND (${w}.nudged_at IS NULL OR ${w}.nudge_lease_token IS NOT NULL)`;
 const ESCALATION_OPEN = (w: string) => `${w}.require_ack AND ${w}.escalated_at IS NULL
   AND ${w}.status IN ('pending', 'delivered', 'failed')`;
@@ -66,6 +64,8 @@ export interface NudgeClaim extends StageClaim {
   conversationId: string;
   fireCount: number;
   firedAt: Date;
+  /** What brought the wake being nudged. */
+  trigger: Trigger;
   scheduledFor: Date;
   latenessMs: number | null;
 }
@@ -93,8 +93,8 @@ export interface ReceiptClaim extends OwnedStageClaim {
 }
 
 /**
- * Claims up to $2 wakes whose nudge is due: still unacknowledged (pending or delivered) $1 ms
- * after the fire, not nudged yet (or nudged by a claim whose lease lapsed), not waiting out a
+ * Claims up to $2 wakes whose nudge is due: delivered and still unacknowledged $1 ms after the
+ * delivery, not nudged yet (or nudged by a claim whose lease lapsed), not waiting out a
  * retry, not withdrawn. `nudged_at` is set at the claim, as `fired_at` is for the fire, so a
  * reply reported while the nudge is on its way falls inside the reply window.
  */
@@ -106,15 +106,15 @@ const claimNudges = sql(
    WHERE w.id = ANY(ARRAY(
        SELECT c.id FROM chronos.wakes c
        WHERE ${NUDGE_OPEN('c')}
-         AND c.fired_at <= now() - $1::float8 * ${MS}
+         AND c.delivered_at <= now() - $1::float8 * ${MS}
          AND (c.nudge_lease_until IS NULL OR c.nudge_lease_until <= now())
          AND NOT ${withdrawn('c')}
-       ORDER BY c.fired_at
+       ORDER BY c.delivered_at
        LIMIT $2
        FOR UPDATE OF c SKIP LOCKED))
      AND a.id = w.alarm_id
    RETURNING w.id::text AS wake_id, w.nudge_lease_token::text AS token, w.nudge_attempts AS attempt,
-     w.conversation_id AS wake_conversation_id, w.fire_count, w.fired_at AS wake_fired_at,
+     w.conversation_id AS wake_conversation_id, w.fire_count, w.fired_at AS wake_fired_at, w.trigger AS wake_trigger,
      w.scheduled_for AS wake_scheduled_for, w.lateness_ms, ${ALARM_COLUMNS}`,
 );
 
@@ -125,6 +125,7 @@ interface NudgeRow extends AlarmRow {
   wake_conversation_id: string;
   fire_count: number;
   wake_fired_at: Date;
+  wake_trigger: Trigger;
   wake_scheduled_for: Date;
   lateness_ms: number | null;
 }
@@ -143,6 +144,7 @@ export async function wakesClaimNudges(
       conversationId: row.wake_conversation_id,
       fireCount: row.fire_count,
       firedAt: row.wake_fired_at,
+      trigger: row.wake_trigger,
       scheduledFor: row.wake_scheduled_for,
       latenessMs: row.lateness_ms,
     }))
@@ -368,9 +370,9 @@ export async function wakesPrune(
 const nextDue = sql(
   'wakes_next_stage_due',
   `SELECT (extract(epoch FROM (least(
-       (SELECT c.fired_at FROM chronos.wakes c
+       (SELECT c.delivered_at FROM chronos.wakes c
         WHERE ${NUDGE_OPEN('c')} AND c.nudge_lease_until IS NULL AND NOT ${withdrawn('c')}
-        ORDER BY c.fired_at LIMIT 1) + $1::float8 * ${MS},
+        ORDER BY c.delivered_at LIMIT 1) + $1::float8 * ${MS},
        (SELECT c.fired_at FROM chronos.wakes c
         WHERE ${ESCALATION_OPEN('c')} AND c.escalation_lease_until IS NULL AND NOT ${withdrawn('c')}
         ORDER BY c.fired_at LIMIT 1) + $2::float8 * ${MS}
@@ -432,7 +434,7 @@ const backlog = sql(
   'wakes_stage_backlog',
   `SELECT
      (SELECT count(*)::int FROM chronos.wakes c
-      WHERE ${NUDGE_OPEN('c')} AND c.fired_at <= now() - $1::float8 * ${MS} AND NOT ${withdrawn('c')}) AS nudge,
+      WHERE ${NUDGE_OPEN('c')} AND c.delivered_at <= now() - $1::float8 * ${MS} AND NOT ${withdrawn('c')}) AS nudge,
      (SELECT count(*)::int FROM chronos.wakes c
       WHERE ${ESCALATION_OPEN('c')} AND c.fired_at <= now() - $2::float8 * ${MS} AND NOT ${withdrawn('c')})
        AS escalation,

@@ -6,12 +6,15 @@
  * only the statement that moved it gets it back, so with several instances (or a repeated
  * request) each ack happens — and is announced — exactly once. Time is the database's `now()`.
  */
-import type { Wake, WakeStatus } from '../types.js';
+import type { Trigger, Wake, WakeAttempt, WakeStatus } from '../types.js';
 import { sql, type Executor } from './db.js';
 
-export const WAKE_COLUMNS = `id::text AS id, alarm_id::text AS alarm_id, owner_did, user_id, conversation_id,
-  status, scheduled_for, fired_at, delivered_at, lateness_ms, attempts, fire_count, require_ack, last_error,
-  nudged_at, escalated_at, acknowledged_at, ack_note, ack_inferred, created_at`;
+// A wake's own columns (alias w) and its alarm's label and message (alias a): what the wake view
+// shows is the alarm as it is now, as the nudge repeats it.
+export const WAKE_COLUMNS = `w.id::text AS id, w.alarm_id::text AS alarm_id, w.owner_did, w.user_id,
+  w.conversation_id, w.status, w.scheduled_for, w.fired_at, w.delivered_at, w.lateness_ms, w.attempts, w.fire_count,
+  w.require_ack, w.last_error, w.nudged_at, w.escalated_at, w.acknowledged_at, w.ack_note, w.ack_inferred,
+  w.created_at, w.trigger, a.label, a.wake_message`;
 
 export interface WakeRow {
   id: string;
@@ -34,6 +37,9 @@ export interface WakeRow {
   ack_note: string | null;
   ack_inferred: boolean;
   created_at: Date;
+  trigger: Trigger;
+  label: string;
+  wake_message: string;
 }
 
 export function toWake(row: WakeRow): Wake {
@@ -58,6 +64,9 @@ export function toWake(row: WakeRow): Wake {
     ackNote: row.ack_note,
     ackInferred: row.ack_inferred,
     createdAt: row.created_at,
+    trigger: row.trigger,
+    label: row.label,
+    wakeMessage: row.wake_message,
   };
 }
 
@@ -69,21 +78,30 @@ export interface WakeCursor {
 
 // Newest first, keyset on (created_at, id) carried in the cursor itself (a wake may be pruned
 // between pages; the next page still starts in the right place).
+// Filters combine: status ($2), alarm ($6), conversation ($7); NULL = not filtered on.
 const list = sql(
   'wakes_list',
-  `SELECT ${WAKE_COLUMNS}, (extract(epoch FROM created_at) * 1000000)::int8::text AS created_us
-   FROM chronos.wakes
-   WHERE owner_did = $1 AND ($2::text IS NULL OR status = $2)
+  `SELECT ${WAKE_COLUMNS}, (extract(epoch FROM w.created_at) * 1000000)::int8::text AS created_us
+   FROM chronos.wakes w JOIN chronos.alarms a ON a.id = w.alarm_id
+   WHERE w.owner_did = $1 AND ($2::text IS NULL OR w.status = $2)
+     AND ($6::uuid IS NULL OR w.alarm_id = $6::uuid)
+     AND ($7::text IS NULL OR w.conversation_id = $7)
      AND ($3::int8 IS NULL
-          OR (created_at, id) < (timestamptz 'epoch' + $3::int8 * interval '1 microsecond', $4::uuid))
-   ORDER BY created_at DESC, id DESC LIMIT $5`,
+          OR (w.created_at, w.id) < (timestamptz 'epoch' + $3::int8 * interval '1 microsecond', $4::uuid))
+   ORDER BY w.created_at DESC, w.id DESC LIMIT $5`,
 );
+
+export interface WakeFilter {
+  status?: WakeStatus;
+  alarmId?: string;
+  conversationId?: string;
+}
 
 /** One page of an owner's wakes, newest first, after `after` when given. */
 export async function wakesList(
   ex: Executor,
   ownerDid: string,
-  options: { status?: WakeStatus; limit: number; after?: WakeCursor },
+  options: WakeFilter & { limit: number; after?: WakeCursor },
 ): Promise<{ wake: Wake; cursor: WakeCursor }[]> {
   const rows = await ex.query<WakeRow & { created_us: string }>(list, [
     ownerDid,
@@ -91,11 +109,17 @@ export async function wakesList(
     options.after?.createdUs ?? null,
     options.after?.id ?? null,
     options.limit,
+    options.alarmId ?? null,
+    options.conversationId ?? null,
   ]);
   return rows.map((row) => ({ wake: toWake(row), cursor: { createdUs: row.created_us, id: row.id } }));
 }
 
-const get = sql('wakes_get', `SELECT ${WAKE_COLUMNS} FROM chronos.wakes WHERE id = $1 AND owner_did = $2`);
+const get = sql(
+  'wakes_get',
+  `SELECT ${WAKE_COLUMNS} FROM chronos.wakes w JOIN chronos.alarms a ON a.id = w.alarm_id
+   WHERE w.id = $1 AND w.owner_did = $2`,
+);
 
 /** One wake of one owner; another owner's wake is as absent as a missing one. */
 export async function wakesGet(ex: Executor, ownerDid: string, id: string): Promise<Wake | null> {
@@ -107,9 +131,10 @@ export async function wakesGet(ex: Executor, ownerDid: string, id: string): Prom
 // acknowledged, failed, or another owner's is left alone and nothing is returned.
 const ack = sql(
   'wakes_ack',
-  `UPDATE chronos.wakes SET status = 'acknowledged', acknowledged_at = now(), ack_note = $3, ack_inferred = false,
+  `UPDATE chronos.wakes w SET status = 'acknowledged', acknowledged_at = now(), ack_note = $3, ack_inferred = false,
      updated_at = now()
-   WHERE id = $1 AND owner_did = $2 AND status IN ('pending', 'delivered')
+   FROM chronos.alarms a
+   WHERE w.id = $1 AND w.owner_did = $2 AND w.status IN ('pending', 'delivered') AND a.id = w.alarm_id
    RETURNING ${WAKE_COLUMNS}`,
 );
 
@@ -128,10 +153,13 @@ export async function wakesAck(
 // within the reply window before the database's now(); each once, as above.
 const ackByReply = sql(
   'wakes_ack_by_reply',
-  `UPDATE chronos.wakes SET status = 'acknowledged', acknowledged_at = now(), ack_inferred = true, updated_at = now()
-   WHERE owner_did = $1 AND conversation_id = $2 AND status IN ('pending', 'delivered')
-     AND (fired_at >= now() - $3::float8 * interval '1 millisecond'
-          OR nudged_at >= now() - $3::float8 * interval '1 millisecond')
+  `UPDATE chronos.wakes w SET status = 'acknowledged', acknowledged_at = now(), ack_inferred = true,
+     updated_at = now()
+   FROM chronos.alarms a
+   WHERE w.owner_did = $1 AND w.conversation_id = $2 AND w.status IN ('pending', 'delivered')
+     AND (w.fired_at >= now() - $3::float8 * interval '1 millisecond'
+          OR w.nudged_at >= now() - $3::float8 * interval '1 millisecond')
+     AND a.id = w.alarm_id
    RETURNING ${WAKE_COLUMNS}`,
 );
 
@@ -143,4 +171,41 @@ export async function wakesAckByReply(
 ): Promise<Wake[]> {
   const rows = await ex.query<WakeRow>(ackByReply, [ownerDid, conversationId, replyWindowMs]);
   return rows.map(toWake).sort((a, b) => a.firedAt.getTime() - b.firedAt.getTime());
+}
+
+// Every attempt of one of the owner's wakes, oldest first; null when the owner has no such wake.
+const attempts = sql(
+  'wakes_attempts',
+  `SELECT w.id IS NOT NULL AS found, t.attempt, t.started_at, t.duration_ms, t.outcome, t.status_code, t.error
+   FROM (SELECT id FROM chronos.wakes WHERE id = $1 AND owner_did = $2) w
+   LEFT JOIN chronos.wake_attempts t ON t.wake_id = w.id
+   ORDER BY t.started_at, t.attempt`,
+);
+
+export async function wakesAttempts(
+  ex: Executor,
+  ownerDid: string,
+  wakeId: string,
+): Promise<WakeAttempt[] | null> {
+  const rows = await ex.query<{
+    found: boolean;
+    attempt: number | null;
+    started_at: Date;
+    duration_ms: number;
+    outcome: WakeAttempt['outcome'];
+    status_code: number | null;
+    error: string;
+  }>(attempts, [wakeId, ownerDid]);
+  if (rows.length === 0) return null;
+  return rows
+    .filter((r) => r.attempt !== null)
+    .map((r) => ({
+      attempt: r.attempt!,
+      startedAt: r.started_at,
+      finishedAt: new Date(r.started_at.getTime() + r.duration_ms),
+      outcome: r.outcome,
+      statusCode: r.status_code,
+      error: r.error === '' ? null : r.error,
+      durationMs: r.duration_ms,
+    }));
 }

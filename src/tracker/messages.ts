@@ -28,6 +28,7 @@ export function nudgeFire(claim: NudgeClaim): Fire {
     wakeId: claim.wakeId,
     attempt: claim.attempt,
     fireCount: claim.fireCount,
+    trigger: claim.trigger,
     scheduledFor: claim.scheduledFor,
     firedAt: claim.firedAt,
     latenessMs: Math.max(0, lateness),

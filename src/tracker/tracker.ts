@@ -1,7 +1,8 @@
 /**
  * Follows every wake that needs an acknowledgement until someone acts on it (contract §7):
  * nudges the agent through the router, escalates to a human at the fallback URL, sends a
- * receipt for every ack, and prunes finished wakes after the retention period.
+ * receipt for every ack, and prunes finished wakes — and finished alarms with theirs — after their
+ * retention periods.
  *
  * Nothing is held in memory: each pass derives what is due from the wakes' own timestamps and
  * the database's `now()` (`fired_at` + `nudgeAfterMs`, `fired_at` + `escalateAfterMs`, an
@@ -27,6 +28,7 @@ import { silentLogger, type Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import { createDeliveryAgent, postSigned, type SignedDelivery } from '../receivers/http-post.js';
 import { resultClass } from '../receivers/webhook.js';
+import { alarmsPruneFinished } from '../store/alarms.js';
 import type { Db } from '../store/db.js';
 import {
   wakesClaimEscalations,
@@ -60,6 +62,8 @@ export interface TrackerOptions {
   escalateAfterMs: number;
   /** How long finished wakes are kept (`CHRONOS_RETENTION`). */
   retentionMs: number;
+  /** How long finished alarms are kept, with their wakes (`CHRONOS_ALARM_RETENTION`); none pruned when absent. */
+  alarmRetentionMs?: number;
   /** Where nudges go; without one they are written to the log, as fires are. */
   routerUrl?: string;
   /** Where escalations and receipts go; without one they are not sent. */
@@ -94,6 +98,8 @@ export interface TrackerPass {
   failed: number;
   /** Finished wakes deleted. */
   pruned: number;
+  /** Finished alarms deleted (with their wakes) past their retention. */
+  prunedAlarms: number;
   /** True when a batch came back full: more may be due right now. */
   more: boolean;
 }
@@ -103,6 +109,7 @@ export class Tracker {
   readonly #nudgeAfterMs: number;
   readonly #escalateAfterMs: number;
   readonly #retentionMs: number;
+  readonly #alarmRetentionMs: number | undefined;
   readonly #routerUrl: string | undefined;
   readonly #fallbackUrl: string | undefined;
   readonly #secrets: readonly string[];
@@ -132,6 +139,7 @@ export class Tracker {
     this.#nudgeAfterMs = options.nudgeAfterMs;
     this.#escalateAfterMs = options.escalateAfterMs;
     this.#retentionMs = options.retentionMs;
+    this.#alarmRetentionMs = options.alarmRetentionMs;
     this.#routerUrl = options.routerUrl;
     this.#fallbackUrl = options.fallbackUrl;
     this.#secrets = options.secrets ?? [];
@@ -154,7 +162,15 @@ export class Tracker {
    * database error is thrown (the loop logs it and tries again).
    */
   async runOnce(): Promise<TrackerPass> {
-    const pass: TrackerPass = { nudged: 0, escalated: 0, receipts: 0, failed: 0, pruned: 0, more: false };
+    const pass: TrackerPass = {
+      nudged: 0,
+      escalated: 0,
+      receipts: 0,
+      failed: 0,
+      pruned: 0,
+      prunedAlarms: 0,
+      more: false,
+    };
     const leaseMs = this.#leaseMs;
     const limit = this.#batchSize;
 
@@ -198,6 +214,14 @@ export class Tracker {
     }
 
     pass.pruned = await wakesPrune(this.#db, { retentionMs: this.#retentionMs, limit: this.#pruneBatchSize });
+    if (this.#alarmRetentionMs !== undefined) {
+      const alarms = await alarmsPruneFinished(this.#db, {
+        retentionMs: this.#alarmRetentionMs,
+        limit: this.#pruneBatchSize,
+      });
+      pass.prunedAlarms = alarms;
+      pass.more ||= alarms === this.#pruneBatchSize;
+    }
     if (pass.pruned > 0) {
       this.#metrics?.wakesPruned.inc(pass.pruned);
       this.#logger.debug({ pruned: pass.pruned }, 'tracker: pruned finished wakes past retention');

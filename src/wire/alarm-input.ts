@@ -163,3 +163,43 @@ export function toSpec(values: Partial<Record<SpecField, unknown>>, rawPayload?:
   if (payload !== undefined) spec.payload = new RawJson(rawPayload ?? JSON.stringify(payload));
   return spec;
 }
+
+// ---- Bulk cancel -------------------------------------------------------------------------------
+
+/** The body of `POST /v1/alarms/bulk-cancel`: every filter given must match; at least one. */
+export const bulkCancelSchema = z.strictObject({
+  ids: z.array(z.string()).min(1).max(MAX_BATCH).optional().describe('Alarm ids (up to 1,000).'),
+  label: alarmFields.label.optional().describe('Alarms with exactly this label.'),
+  conversation_id: alarmFields.conversation_id.optional().describe('Alarms of this conversation.'),
+});
+
+const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
+
+const bulkForm: Form<'ids' | 'label' | 'conversationId'> = {
+  names: { ids: 'ids', label: 'label', conversationId: 'conversation_id' },
+  rules: {
+    ids: {
+      schema: z.array(z.string().regex(UUID)).min(1).max(MAX_BATCH),
+      expected: `an array of 1 to ${MAX_BATCH} alarm ids (UUIDs), like ["2f1e8c7a-5b3d-4e8f-9a1b-6c2d3e4f5a6b"]`,
+    },
+    label: SPEC_RULES.label,
+    conversationId: SPEC_RULES.conversationId,
+  },
+  aliases: { alarms: 'ids', alarmids: 'ids', conversation: 'conversationId' },
+};
+
+/** A bulk-cancel body: its filters, at least one. */
+export function readBulkCancelBody(body: unknown): {
+  ids?: string[];
+  label?: string;
+  conversationId?: string;
+} {
+  const { values, errors } = formErrors(body, bulkForm);
+  if (errors.length === 0 && Object.keys(values).length === 0) {
+    const message =
+      'body: expected at least one of "ids", "label" or "conversation_id" to choose the alarms to cancel, got none';
+    errors.push({ path: '', message });
+  }
+  if (errors.length > 0) throw invalidFields(errors);
+  return values as { ids?: string[]; label?: string; conversationId?: string };
+}

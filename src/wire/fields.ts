@@ -149,3 +149,11 @@ function distance(a: string, b: string): number {
 export function fieldOf<K extends string>(form: Form<K>, name: string): K | undefined {
   return (Object.keys(form.names) as K[]).find((f) => form.names[f] === name);
 }
+
+const NO_FIELDS: Form<never> = { names: {}, rules: {} };
+
+/** A body that carries nothing: absent, or `{}` (any field is refused, by name). */
+export function readNoFields(body: unknown): void {
+  if (body === undefined || body === null) return;
+  readForm(body, NO_FIELDS);
+}

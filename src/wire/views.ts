@@ -6,7 +6,14 @@
  */
 import { z } from 'zod';
 import type { RawJson } from '../json.js';
-import { ALARM_KINDS, ALARM_STATUSES, WAKE_STATUSES, type Alarm, type Wake } from '../types.js';
+import {
+  ALARM_KINDS,
+  ALARM_STATUSES,
+  WAKE_STATUSES,
+  type Alarm,
+  type Wake,
+  type WakeAttempt,
+} from '../types.js';
 
 /** RFC 3339 UTC with milliseconds: `2027-03-14T07:00:00.000Z`. */
 export function isoTime(date: Date): string {
@@ -46,10 +53,17 @@ export const wakeViewSchema = z
     id: z.string().describe('The wake id (UUID); the `webhook-id` of its delivery.'),
     alarm_id: z.string(),
     status: z.enum(WAKE_STATUSES),
+    label: z.string().describe("The alarm's label."),
+    wake_message: z.string().describe("The alarm's wake message: what to do."),
     conversation_id: z.string(),
     scheduled_for: time('The due instant of the fire'),
     fired_at: time('When it fired'),
     delivered_at: nullableTime('When it was delivered'),
+    lateness_ms: z
+      .number()
+      .int()
+      .nullable()
+      .describe('Delivered minus due, in milliseconds (null until delivered).'),
     attempts: z.number().int(),
     fire_count: z.number().int(),
     require_ack: z.boolean(),
@@ -93,10 +107,13 @@ export function wakeView(wake: Wake): WakeView {
     id: wake.id,
     alarm_id: wake.alarmId,
     status: wake.status,
+    label: wake.label,
+    wake_message: wake.wakeMessage,
     conversation_id: wake.conversationId,
     scheduled_for: isoTime(wake.scheduledFor),
     fired_at: isoTime(wake.firedAt),
     delivered_at: isoOrNull(wake.deliveredAt),
+    lateness_ms: wake.latenessMs,
     attempts: wake.attempts,
     fire_count: wake.fireCount,
     require_ack: wake.requireAck,
@@ -105,5 +122,31 @@ export function wakeView(wake: Wake): WakeView {
     acknowledged_at: isoOrNull(wake.acknowledgedAt),
     ack_note: wake.ackNote,
     ack_inferred: wake.ackInferred,
+  };
+}
+
+export const attemptViewSchema = z
+  .strictObject({
+    attempt: z.number().int().describe('1 for the first delivery attempt of the wake.'),
+    started_at: time('When the attempt started'),
+    finished_at: time('When it ended'),
+    outcome: z.enum(['delivered', 'retry', 'failed']),
+    status_code: z.number().int().nullable().describe("The receiver's HTTP status, when it answered."),
+    error: z.string().nullable().describe('What went wrong, when something did.'),
+    duration_ms: z.number().int(),
+  })
+  .describe('One delivery attempt of a wake.');
+
+export type AttemptView = z.infer<typeof attemptViewSchema>;
+
+export function attemptView(attempt: WakeAttempt): AttemptView {
+  return {
+    attempt: attempt.attempt,
+    started_at: isoTime(attempt.startedAt),
+    finished_at: isoTime(attempt.finishedAt),
+    outcome: attempt.outcome,
+    status_code: attempt.statusCode,
+    error: attempt.error,
+    duration_ms: attempt.durationMs,
   };
 }

@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { NOTE_EXPECTED, NOTE_MAX_CHARS } from '../core/wake-service.js';
-import { readForm, type Form } from './fields.js';
+import { readForm, readNoFields, type Form } from './fields.js';
 
 /** The body of `POST /v1/wakes/{id}/ack`. */
 export const ackWakeSchema = z.strictObject({
@@ -30,10 +30,5 @@ export function readAckBody(body: unknown): string {
   return readForm(body, ackForm, { required: ['note'] }).note as string;
 }
 
-const replyForm: Form<never> = { names: {}, rules: {} };
-
 /** A reply report's body: absent, or `{}`. */
-export function readReplyBody(body: unknown): void {
-  if (body === undefined || body === null) return;
-  readForm(body, replyForm);
-}
+export const readReplyBody = readNoFields;

@@ -1,7 +1,7 @@
 import { expect, it } from 'vitest';
 import { TestClock } from '../../src/clock.js';
 import { nextFires } from '../../src/schedule/resolve.js';
-import { nextOccurrence } from '../../src/dispatch/outcome.js';
+import { nextOccurrence } from '../../src/schedule/next-occurrence.js';
 import { describeEachBackend } from '../support/backends.js';
 import {
   alarmRow,

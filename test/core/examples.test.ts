@@ -1,10 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { loadConfig } from '../../src/config.js';
+import { silentLogger } from '../../src/logger.js';
+import { startServer } from '../../src/server.js';
+import { describePostgresOnly } from '../support/backends.js';
 import { createTestDatabase, postgresAvailable } from '../support/databases.js';
+import { Sink } from '../support/sink.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -40,3 +45,40 @@ describe('the README’s library examples', () => {
     expect(run.stdout).toMatch(/order \d+ is expired/);
   });
 });
+
+describePostgresOnly(
+  'the server and the application are two processes on one database',
+  'the library and `chronos serve` on one database',
+  () => {
+    it('the example gets its own timer while a server runs there, and the server delivers only its own', async () => {
+      const t = await createTestDatabase('postgres');
+      const router = await Sink.start();
+      const server = await startServer(
+        loadConfig({ DATABASE_URL: t.url!, PORT: '0', HOST: '127.0.0.1', CHRONOS_ROUTER_URL: router.url() }),
+        { logger: silentLogger },
+      );
+      try {
+        const child = spawn(process.execPath, ['--import', 'tsx', 'examples/library-postgres.ts'], {
+          cwd: ROOT,
+          env: { ...process.env, DATABASE_URL: t.url! },
+        });
+        let stdout = '';
+        let stderr = '';
+        child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+        child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+        const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+        expect(stderr).toBe('');
+        expect(code).toBe(0);
+        expect(stdout).toContain('rolled back timer exists: false');
+        expect(stdout).toMatch(/timer order:\d+:expire fired \d+ ms late/);
+        // The server, running all along, never took the library's timer to the router.
+        await server.service.dispatcher.runOnce();
+        expect(router.requests).toHaveLength(0);
+      } finally {
+        await server.shutdown();
+        await router.close();
+        await t.close();
+      }
+    }, 60_000);
+  },
+);

@@ -150,7 +150,7 @@ describe('postSigned', () => {
     });
   });
 
-  it('retries when nothing listens, naming the error code only', async () => {
+  it('retries when nothing listens, naming the error code only, and says the target was unreachable', async () => {
     await sink.down();
     // A fresh pool: a kept-alive socket the sink just dropped fails as UND_ERR_SOCKET instead.
     const fresh = createDeliveryAgent({ connections: 1 });
@@ -162,6 +162,7 @@ describe('postSigned', () => {
       retryable: true,
       error: 'fallback unreachable: ECONNREFUSED',
       kind: 'unreachable',
+      unreachable: true,
     });
   });
 

@@ -24,6 +24,9 @@ const BODY_KEYS = [
   'lateness_ms',
   'attempt',
   'fire_count',
+  'require_ack',
+  'trigger',
+  'instructions',
 ];
 const RFC3339_MS_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
@@ -92,7 +95,10 @@ describeEachBackend('webhook delivery: the body and its signature', ({ t }) => {
       scheduled_for: (row.scheduled_for as Date).toISOString(),
       attempt: 1,
       fire_count: 1,
+      require_ack: true,
+      trigger: 'schedule',
     });
+    expect(body.instructions).toContain(`ack_wake tool with wake_id "${wake!.id}"`);
     expect(request.headers['webhook-id']).toBe(wake!.id);
     expect(body.scheduled_for).toMatch(RFC3339_MS_UTC);
     expect(body.fired_at).toMatch(RFC3339_MS_UTC);

@@ -102,13 +102,17 @@ describeEachBackend('webhook delivery: answers, retries and the failure ceiling'
     expect(new Set(sink.requests.map((r) => r.headers['webhook-id'])).size).toBe(1);
   });
 
-  it('a refused connection is retried, with "router unreachable" in last_error', async () => {
-    const alarm = await dueOnce();
+  it('a refused connection is retried, with "router unreachable" in last_error, spending none of max_failures', async () => {
+    const alarm = await dueOnce({ maxFailures: 1 });
     const dispatcher = delivering();
     await sink.down();
     await dispatcher.runOnce();
     const row = await alarmRow(t.db, alarm.id);
-    expect(row).toMatchObject({ failure_count: 1, last_error: 'router unreachable: ECONNREFUSED' });
+    expect(row).toMatchObject({
+      status: 'active',
+      failure_count: 0,
+      last_error: 'router unreachable: ECONNREFUSED',
+    });
     const [attempt] = await attemptsOf(t.db, alarm.id);
     expect(attempt).toMatchObject({ outcome: 'retry', status_code: null });
     expect(backoffMs(row, attempt!)).toBe(backoff(1));

@@ -222,7 +222,7 @@ describeEachBackend('HTTP: refusals write nothing', ({ t }) => {
     it('PATCH on a cancelled alarm', async () => {
       await call(h.app, 'DELETE', `/v1/alarms/${existing}`, { headers: h.auth });
       const a = await refused(409, 'PATCH', `/v1/alarms/${existing}`, { body: { in_seconds: 60 } });
-      expect(a.body.detail).toMatch(/only an active alarm/);
+      expect(a.body.detail).toMatch(/only an active or paused alarm can be changed/);
     });
   });
 

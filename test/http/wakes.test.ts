@@ -57,9 +57,11 @@ describeEachBackend('HTTP: wakes', ({ t, kind }) => {
     expect(Object.keys(page1.body).sort()).toEqual(['next_cursor', 'wakes']);
     expect(page1.body.wakes.map((w: { id: string }) => w.id)).toEqual([ids[4], ids[3]]);
     const wake = page1.body.wakes[0];
-    expect(Object.keys(wake).sort()).toEqual([...WAKE_VIEW_KEYS].sort());
+    expect(Object.keys(wake)).toEqual(WAKE_VIEW_KEYS);
     expect(wake).toMatchObject({
       status: 'delivered',
+      label: 'w4',
+      wake_message: '',
       conversation_id: 'conv-a',
       attempts: 1,
       fire_count: 1,
@@ -72,6 +74,12 @@ describeEachBackend('HTTP: wakes', ({ t, kind }) => {
     });
     expect(wake.fired_at).toMatch(RFC3339_MS);
     expect(wake.delivered_at).toMatch(RFC3339_MS);
+    // Measured when the delivery started, so at most the time from due to delivered.
+    expect(Number.isInteger(wake.lateness_ms)).toBe(true);
+    expect(wake.lateness_ms).toBeGreaterThanOrEqual(0);
+    expect(wake.lateness_ms).toBeLessThanOrEqual(
+      Date.parse(wake.delivered_at) - Date.parse(wake.scheduled_for),
+    );
 
     const page2 = await call(h.app, 'GET', `/v1/wakes?limit=2&cursor=${page1.body.next_cursor}`, {
       headers: h.auth,

@@ -73,6 +73,9 @@ describePostgresOnly(
           [
             'ack_wake',
             'cancel_alarm',
+            'list_wakes',
+            'pause_alarm',
+            'resume_alarm',
             'get_alarm',
             'list_alarms',
             'reschedule_alarm',

@@ -37,7 +37,7 @@ describeEachBackend('MCP tools over Streamable HTTP', ({ t }) => {
     await server.close();
   });
 
-  it('lists the six tools with descriptions, examples, schemas and truthful annotations', async () => {
+  it('lists the nine tools with descriptions, examples, schemas and truthful annotations', async () => {
     const { tools } = await client.listTools();
     expect(tools.map((tool) => tool.name)).toEqual([
       'schedule_alarm',
@@ -45,6 +45,9 @@ describeEachBackend('MCP tools over Streamable HTTP', ({ t }) => {
       'get_alarm',
       'reschedule_alarm',
       'cancel_alarm',
+      'pause_alarm',
+      'resume_alarm',
+      'list_wakes',
       'ack_wake',
     ]);
     for (const tool of tools) {
@@ -76,6 +79,13 @@ describeEachBackend('MCP tools over Streamable HTTP', ({ t }) => {
       idempotentHint: false,
     });
     expect(byName.ack_wake!.annotations).toMatchObject({ destructiveHint: false, idempotentHint: true });
+    expect(byName.list_wakes!.annotations).toMatchObject({ readOnlyHint: true });
+    expect(byName.pause_alarm!.annotations).toMatchObject({ destructiveHint: false, idempotentHint: true });
+    expect(byName.pause_alarm!.description).toMatch(/instead of cancelling, which is final/);
+    expect(byName.resume_alarm!.description).toMatch(/not fired/);
+    expect(Object.keys(byName.list_wakes!.inputSchema.properties!)).toEqual(
+      expect.arrayContaining(['status', 'alarm_id']),
+    );
   });
 
   it('schedule_alarm answers {alarm, deduped, next_fires, server_time}, made with source mcp', async () => {
@@ -207,7 +217,7 @@ describeEachBackend('MCP tools over Streamable HTTP', ({ t }) => {
     expect(text).toMatch(/has already fired/);
     expect(text).toMatch(/nothing to cancel/);
     const again = await refused(client, 'reschedule_alarm', { id: once.alarm.id, in_seconds: 60 });
-    expect(again).toMatch(/is fired; only an active alarm can be changed/);
+    expect(again).toMatch(/has already fired; only an active or paused alarm can be changed/);
     expect(again).toMatch(/schedule_alarm/);
   });
 
@@ -300,7 +310,7 @@ describeEachBackend('MCP tools over Streamable HTTP', ({ t }) => {
         /limit: expected a whole number from 1 to 200, got 500/,
       );
       expect(await refused(client, 'list_alarms', { status: 'done' })).toMatch(
-        /status: expected one of active, fired, cancelled, failed, got "done"/,
+        /status: expected one of active, paused, fired, cancelled, failed, got "done"/,
       );
       expect(await refused(client, 'list_alarms', { sort: 'asc' })).toMatch(
         /sort: unknown field; send only status, limit, cursor/,

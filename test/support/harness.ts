@@ -114,7 +114,8 @@ export async function lapseLease(db: Executor, id: string): Promise<void> {
 const rowStmt = sql(
   'test_alarm_row',
   `SELECT id::text, status, next_fire_at, scheduled_for, failure_count, last_error, claimed_at,
-     lease_token::text, wake_id::text, last_fired_at, payload::text AS payload FROM chronos.alarms WHERE id = $1`,
+     lease_token::text, wake_id::text, last_fired_at, payload::text AS payload, trigger, held_occurrence
+   FROM chronos.alarms WHERE id = $1`,
 );
 
 export async function alarmRow(db: Executor, id: string): Promise<Row> {

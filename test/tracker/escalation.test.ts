@@ -149,8 +149,8 @@ describeEachBackend('tracker: the escalation', ({ t }) => {
     expect(pass.escalated).toBe(2);
     expect(fallback.withId(`${pending.wakeId}:escalation`)).toHaveLength(1);
     expect(fallback.withId(`${failed.wakeId}:escalation`)).toHaveLength(1);
-    // The pending wake is still nudged (the router refuses it); the failed one cannot be acked, so is not.
-    expect(router.withId(`${pending.wakeId}:nudge`)).toHaveLength(1);
+    // Neither is nudged: a nudge follows a delivery, and neither was delivered.
+    expect(router.withId(`${pending.wakeId}:nudge`)).toHaveLength(0);
     expect(router.withId(`${failed.wakeId}:nudge`)).toHaveLength(0);
   });
 

@@ -3,6 +3,7 @@ import { describeEachBackend } from '../support/backends.js';
 import { makeService, OWNER } from '../support/harness.js';
 import {
   age,
+  deliveredAgo,
   expectSigned,
   failingReceiver,
   fire,
@@ -56,6 +57,9 @@ describeEachBackend('tracker: the nudge', ({ t }) => {
       lateness_ms: expect.any(Number),
       attempt: 1,
       fire_count: 1,
+      require_ack: true,
+      trigger: 'schedule',
+      instructions: expect.stringMatching(/^Reminder: .*ask for blockers/s),
     });
     expect(row.nudged_at).toBeInstanceOf(Date);
     expect(row).toMatchObject({ status: 'delivered', nudge_attempts: 1, nudge_lease_token: null });
@@ -81,12 +85,25 @@ describeEachBackend('tracker: the nudge', ({ t }) => {
     for (const w of [noAck, acked, failed]) expect((await wakeRow(t.db, w.wakeId))!.nudged_at).toBeNull();
   });
 
-  it('a wake still pending because the router keeps failing is nudged too, measured from the fire', async () => {
+  it('a wake the router never received is never nudged, however old: nudges count from delivery', async () => {
     const tracker = makeTracker(t.db, { router, fallback });
     const { wakeId } = await fire(t.db, {}, failingReceiver());
     expect((await wakeRow(t.db, wakeId))!.status).toBe('pending');
-    await age(t.db, wakeId, NUDGE_AFTER + 1_000);
+    await age(t.db, wakeId, NUDGE_AFTER + MINUTE);
 
+    expect((await tracker.runOnce()).nudged).toBe(0);
+    expect(router.withId(`${wakeId}:nudge`)).toHaveLength(0);
+  });
+
+  it('a wake delivered late is nudged the nudge delay after its delivery, not after its fire', async () => {
+    const tracker = makeTracker(t.db, { router, fallback });
+    const { wakeId } = await fire(t.db);
+    // Fired long ago, delivered just now (after an outage, say).
+    await age(t.db, wakeId, NUDGE_AFTER + MINUTE);
+    await deliveredAgo(t.db, wakeId, 1_000);
+    expect((await tracker.runOnce()).nudged).toBe(0);
+
+    await deliveredAgo(t.db, wakeId, NUDGE_AFTER + 1_000);
     expect((await tracker.runOnce()).nudged).toBe(1);
     expect(router.withId(`${wakeId}:nudge`)).toHaveLength(1);
   });
@@ -98,7 +115,7 @@ describeEachBackend('tracker: the nudge', ({ t }) => {
     await alarms.cancel(OWNER, { id: cron.alarm.id });
     const pending = await fire(t.db, {}, failingReceiver());
     await alarms.update(OWNER, { id: pending.alarm.id }, { inSeconds: 3_600 }, { source: 'api' });
-    const current = await fire(t.db, {}, failingReceiver());
+    const current = await fire(t.db);
     for (const w of [cron, pending, current]) await age(t.db, w.wakeId, NUDGE_AFTER + MINUTE);
 
     expect((await tracker.runOnce()).nudged).toBe(1);

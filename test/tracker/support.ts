@@ -105,6 +105,16 @@ export async function age(db: Executor, wakeId: string, ms: number): Promise<voi
   await db.query(ageStmt, [wakeId, ms]);
 }
 
+const deliveredAgoStmt = sql(
+  'test_tracker_delivered_ago',
+  `UPDATE chronos.wakes SET delivered_at = now() - $2::float8 * interval '1 millisecond' WHERE id = $1`,
+);
+
+/** Sets a wake's delivery `ms` before the database's now. */
+export async function deliveredAgo(db: Executor, wakeId: string, ms: number): Promise<void> {
+  await db.query(deliveredAgoStmt, [wakeId, ms]);
+}
+
 const ageAckStmt = sql(
   'test_tracker_age_ack',
   `UPDATE chronos.wakes SET acknowledged_at = acknowledged_at - $2::float8 * interval '1 millisecond',

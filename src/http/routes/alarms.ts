@@ -1,11 +1,13 @@
 /**
- * `/v1/alarms`: create, list, get, reschedule, cancel — a thin layer over AlarmService. The
- * caller's owner scopes every call; a body is read into an AlarmSpec by the wire form, with its
- * `payload` as its own text.
+ * `/v1/alarms`: create (one or a batch), list, get, reschedule, cancel, and the operator
+ * controls — pause, resume, fire now, retry, bulk cancel — each a thin layer over AlarmService.
+ * The caller's owner scopes every call; a body is read into an AlarmSpec by the wire form, with
+ * its `payload` as its own text.
  */
 import type { FastifyInstance } from 'fastify';
 import type { AlarmService } from '../../core/alarm-service.js';
-import { readAlarmBody } from '../../wire/alarm-input.js';
+import { inWireNames, readAlarmBody, readBatchBody, readBulkCancelBody } from '../../wire/alarm-input.js';
+import { readNoFields } from '../../wire/fields.js';
 import { alarmView } from '../../wire/views.js';
 import { callerOf, checkQuery } from '../context.js';
 import { bodyOf, sendJson } from '../json-body.js';
@@ -18,6 +20,26 @@ export function registerAlarmRoutes(app: FastifyInstance, alarms: AlarmService):
     const spec = readAlarmBody(body.value, { create: true, rawPayload: body.rawMember('payload') });
     const { alarm, deduped } = await alarms.create(callerOf(request).owner, spec, { source: 'api' });
     return sendJson(reply, deduped ? 200 : 201, { alarm: alarmView(alarm), deduped });
+  });
+
+  app.post('/alarms/batch', async (request, reply) => {
+    const body = bodyOf(request);
+    const specs = readBatchBody(body.value, body.text);
+    const owner = callerOf(request).owner;
+    const created = await alarms
+      .createMany(
+        specs.map((spec) => ({ owner, spec })),
+        { source: 'api' },
+      )
+      .catch((error: unknown) => Promise.reject(inWireNames(error, 'alarms')));
+    const results = created.map(({ alarm, deduped }) => ({ alarm: alarmView(alarm), deduped }));
+    return sendJson(reply, 201, { results });
+  });
+
+  app.post('/alarms/bulk-cancel', async (request, reply) => {
+    const filter = readBulkCancelBody(bodyOf(request).value);
+    const cancelled = await alarms.bulkCancel(callerOf(request).owner, filter);
+    return sendJson(reply, 200, { cancelled });
   });
 
   app.get('/alarms', async (request, reply) => {
@@ -44,4 +66,15 @@ export function registerAlarmRoutes(app: FastifyInstance, alarms: AlarmService):
     const alarm = await alarms.cancel(callerOf(request).owner, { id: request.params.id });
     return sendJson(reply, 200, { alarm: alarmView(alarm) });
   });
+
+  const control = (path: string, status: number, run: (service: AlarmService) => typeof alarms.pause) =>
+    app.post<IdParams>(`/alarms/:id/${path}`, async (request, reply) => {
+      readNoFields(bodyOf(request).value);
+      const alarm = await run(alarms).call(alarms, callerOf(request).owner, request.params.id);
+      return sendJson(reply, status, { alarm: alarmView(alarm) });
+    });
+  control('pause', 200, (s) => s.pause);
+  control('resume', 200, (s) => s.resume);
+  control('fire', 202, (s) => s.fireNow);
+  control('retry', 200, (s) => s.retry);
 }

@@ -1,27 +1,44 @@
 /**
- * `/v1/wakes` and `/v1/conversations/{id}/replies`: an owner's wake records, acknowledging one
- * with a note, and the router's report of a reply — a thin layer over WakeService.
+ * `/v1/wakes`, an alarm's wakes, and `/v1/conversations/{id}/replies`: an owner's wake records and
+ * their delivery attempts, acknowledging one with a note, and the router's report of a reply — a
+ * thin layer over WakeService (and AlarmService, to tell a missing alarm from one with no wakes).
  */
 import type { FastifyInstance } from 'fastify';
-import { wakeView } from '../../wire/views.js';
-import { readAckBody, readReplyBody } from '../../wire/wake-input.js';
+import type { AlarmService } from '../../core/alarm-service.js';
 import type { WakeService } from '../../core/wake-service.js';
+import { attemptView, wakeView } from '../../wire/views.js';
+import { readAckBody, readReplyBody } from '../../wire/wake-input.js';
 import { callerOf, checkQuery } from '../context.js';
 import { bodyOf, sendJson } from '../json-body.js';
 
-export function registerWakeRoutes(app: FastifyInstance, wakes: WakeService): void {
+type IdParams = { Params: { id: string } };
+
+export function registerWakeRoutes(app: FastifyInstance, wakes: WakeService, alarms: AlarmService): void {
   app.get('/wakes', async (request, reply) => {
-    const query = checkQuery(request, ['status', 'limit', 'cursor']);
+    const query = checkQuery(request, ['status', 'alarm_id', 'conversation_id', 'limit', 'cursor']);
     const page = await wakes.list(callerOf(request).owner, query);
     return sendJson(reply, 200, { wakes: page.items.map(wakeView), next_cursor: page.nextCursor });
   });
 
-  app.get<{ Params: { id: string } }>('/wakes/:id', async (request, reply) => {
+  app.get<IdParams>('/alarms/:id/wakes', async (request, reply) => {
+    const query = checkQuery(request, ['status', 'limit', 'cursor']);
+    const owner = callerOf(request).owner;
+    const alarm = await alarms.get(owner, request.params.id);
+    const page = await wakes.list(owner, { ...query, alarm_id: alarm.id });
+    return sendJson(reply, 200, { wakes: page.items.map(wakeView), next_cursor: page.nextCursor });
+  });
+
+  app.get<IdParams>('/wakes/:id', async (request, reply) => {
     const wake = await wakes.get(callerOf(request).owner, request.params.id);
     return sendJson(reply, 200, { wake: wakeView(wake) });
   });
 
-  app.post<{ Params: { id: string } }>('/wakes/:id/ack', async (request, reply) => {
+  app.get<IdParams>('/wakes/:id/attempts', async (request, reply) => {
+    const attempts = await wakes.attempts(callerOf(request).owner, request.params.id);
+    return sendJson(reply, 200, { attempts: attempts.map(attemptView) });
+  });
+
+  app.post<IdParams>('/wakes/:id/ack', async (request, reply) => {
     const note = readAckBody(bodyOf(request).value);
     const wake = await wakes.ack(callerOf(request).owner, request.params.id, note);
     return sendJson(reply, 200, { wake: wakeView(wake) });

@@ -7,7 +7,7 @@ import { ALARM_ID_EXPECTED } from './alarm-id.js';
 export const getAlarm: ChronosTool = {
   name: 'get_alarm',
   title: 'Read one alarm',
-  description: `Read one of your alarms by its id: when it is next due (next_fire_at, UTC, while active), its status ("active", "fired", "cancelled" or "failed"), delivery problems (failure_count, last_error) and what it will deliver (wake_message, payload). Read-only. Use list_alarms when you do not know the id.
+  description: `Read one of your alarms by its id: when it is next due (next_fire_at, UTC, while active), its status ("active", "paused", "fired", "cancelled" or "failed"), delivery problems (failure_count, last_error) and what it will deliver (wake_message, payload). Read-only. Use list_alarms when you do not know the id.
 
 Example: {"id": "2f1e8c7a-5b3d-4e8f-9a1b-6c2d3e4f5a6b"}`,
   input: getAlarmInput,

@@ -4,7 +4,10 @@ import { ackWake } from './ack-wake.js';
 import { cancelAlarm } from './cancel-alarm.js';
 import { getAlarm } from './get-alarm.js';
 import { listAlarms } from './list-alarms.js';
+import { listWakes } from './list-wakes.js';
+import { pauseAlarm } from './pause-alarm.js';
 import { rescheduleAlarm } from './reschedule-alarm.js';
+import { resumeAlarm } from './resume-alarm.js';
 import { scheduleAlarm } from './schedule-alarm.js';
 
 export const TOOLS: readonly ChronosTool[] = [
@@ -13,5 +16,8 @@ export const TOOLS: readonly ChronosTool[] = [
   getAlarm,
   rescheduleAlarm,
   cancelAlarm,
+  pauseAlarm,
+  resumeAlarm,
+  listWakes,
   ackWake,
 ];

@@ -14,12 +14,12 @@ import { upcomingFires } from './upcoming-fires.js';
 export const rescheduleAlarm: ChronosTool = {
   name: 'reschedule_alarm',
   title: 'Reschedule or edit an alarm',
-  description: `Change one of your active alarms in place, keeping its id: prefer this to cancelling and scheduling again. Send the alarm's id and only the fields to change:
+  description: `Change one of your active (or paused) alarms in place, keeping its id: prefer this to cancelling and scheduling again. Send the alarm's id and only the fields to change:
 - a new time: exactly one of in_seconds (relative, seconds from now), at (absolute, RFC 3339 with an offset) or cron (repeating, read in timezone, the IANA zone the user lives in). It replaces the old schedule and may turn a one-shot into a repeating alarm or back;
 - timezone alone: the same cron read in another zone;
 - label, wake_message (instructions to your future self), payload, conversation_id, idempotency_key, max_failures, require_ack: replaced by the new value.
 
-Only an active alarm can be changed; for one that fired or was cancelled, use schedule_alarm. Check next_fires in the answer (local times are in the alarm's zone).
+Only an active or paused alarm can be changed (a paused one stays paused); for one that fired or was cancelled, use schedule_alarm. Check next_fires in the answer (local times are in the alarm's zone).
 
 Example: {"id": "2f1e8c7a-5b3d-4e8f-9a1b-6c2d3e4f5a6b", "at": "2027-03-14T10:30:00+01:00"}`,
   input: rescheduleAlarmInput,

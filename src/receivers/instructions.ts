@@ -1,0 +1,46 @@
+/**
+ * The `instructions` of a wake body (contract §6): text for the agent that receives the wake,
+ * ready to be shown to it as is. It says what woke it, to act on the wake message, and — when
+ * the wake requires an acknowledgement — how to give one (the `ack_wake` MCP tool, or the HTTP
+ * route) and what happens without one. The nudge's says it is a reminder. Pure: the same fire
+ * gives the same text.
+ */
+import type { Fire } from './receiver.js';
+
+function named(fire: Fire): string {
+  return fire.alarm.label === '' ? 'a scheduled wake' : `the scheduled wake "${fire.alarm.label}"`;
+}
+
+function howToAck(fire: Fire): string {
+  return (
+    `When you have acted, acknowledge it: call the ack_wake tool with wake_id "${fire.wakeId}" and a short ` +
+    `note saying what you did (over HTTP: POST /v1/wakes/${fire.wakeId}/ack with {"note": "..."}).`
+  );
+}
+
+function message(fire: Fire): string {
+  return fire.alarm.wakeMessage === ''
+    ? 'It carries no message: resume the work it was set for (see label and payload).'
+    : `Its message, written for you when it was set:\n${fire.alarm.wakeMessage}`;
+}
+
+/** The first delivery of a wake (`alarm.fired`). */
+export function fireInstructions(fire: Fire): string {
+  const why =
+    fire.trigger === 'manual'
+      ? `Chronos woke you for ${named(fire)}: someone fired it by hand just now (not on its schedule).`
+      : `Chronos woke you for ${named(fire)}, due ${fire.scheduledFor.toISOString()}.`;
+  const ack = fire.alarm.requireAck
+    ? `${howToAck(fire)} Until then you will be reminded once, and then a person will be told.`
+    : 'No acknowledgement is needed.';
+  return `${why} ${message(fire)}\n\nAct on it now. ${ack}`;
+}
+
+/** The one reminder of a wake still unacknowledged (`alarm.nudge`). */
+export function nudgeInstructions(fire: Fire): string {
+  return (
+    `Reminder: Chronos woke you for ${named(fire)} at ${fire.firedAt.toISOString()} and it has not been ` +
+    `acknowledged yet. ${message(fire)}\n\nIf you have already acted on it, just acknowledge it. ` +
+    `Otherwise act on it now. ${howToAck(fire)} Without an acknowledgement a person will be told soon.`
+  );
+}
