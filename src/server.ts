@@ -11,12 +11,8 @@
 import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import type { FastifyReply } from 'fastify';
 import type { Config } from './config.js';
-import {
-  controlSocketPath,
-  localKeyStore,
-  startControlServer,
-  type ControlServer,
-} from './control/control-socket.js';
+import { controlSocketPath, startControlServer, type ControlServer } from './control/control-socket.js';
+import { localStoreOps } from './control/store-ops.js';
 import { ChronosError } from './errors.js';
 import { buildApp, type AppOptions, type ChronosApp } from './http/app.js';
 import { callerOf } from './http/context.js';
@@ -79,7 +75,7 @@ export function startStoreControl(
   logger: Logger,
 ): Promise<ControlServer> {
   return startControlServer(
-    localKeyStore(service),
+    localStoreOps(service),
     socketPath,
     logger.child({ component: 'control' }),
     controlMcpHandler(service),

@@ -14,8 +14,10 @@ export interface Command {
   name: string;
   /** One line for `chronos help`. */
   summary: string;
-  /** The usage lines shown on a usage error. */
+  /** The usage lines shown on a usage error and by `--help`. */
   usage: string;
+  /** More for `--help`: what each part does. */
+  help?: string;
   run(args: string[], io: CliIo): Promise<number>;
 }
 
@@ -31,9 +33,14 @@ export class UsageError extends Error {
   }
 }
 
-/** The one stderr line for an error: its message, without a stack for errors we expect. */
-export function describeError(error: unknown): string {
-  if (error instanceof ChronosError) return error.message.split('\n').join('; ');
-  if (error instanceof Error) return error.message;
-  return String(error);
+/**
+ * The stderr lines for an error: its message, without a stack for errors we expect; one line per
+ * refused field or variable (a bad configuration names each variable on its own line).
+ */
+export function describeError(error: unknown): string[] {
+  if (error instanceof ChronosError) {
+    return error.errors.length > 1 ? error.errors.map((e) => e.message) : error.message.split('\n');
+  }
+  if (error instanceof Error) return [error.message];
+  return [String(error)];
 }

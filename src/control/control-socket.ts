@@ -7,10 +7,13 @@
  * store's lock file (`controlSocket`). The socket is made readable and writable by its owner
  * only: whoever can use it could open the store's files anyway.
  *
- * The protocol is small JSON over HTTP/1.1: `GET /status`, `GET /keys?owner=`, `POST /keys`
- * `{owner, label}`, `POST /keys/revoke` `{id}`, `POST /migrate`. Errors answer `{code, message}`.
- * Given an MCP handler, it also serves `/mcp`, through which `chronos mcp` reaches the store
- * (src/mcp/control.ts).
+ * The protocol is small JSON over HTTP/1.1, one route per operation of `StoreOps`
+ * (store-ops.ts): `GET /status`, `GET /keys?owner=`, `POST /keys` `{owner, label}`,
+ * `POST /keys/revoke` `{id}`, `POST /migrate`, `GET /alarms?owner=&status=&limit=&cursor=`,
+ * `GET /alarm?owner=&id=`, `POST /alarm/<pause|resume|cancel>` `{owner, id}`. Alarms cross as the
+ * wire's JSON text, so payloads keep every digit (I4). Errors answer `{code, message}`. Given an
+ * MCP handler, it also serves `/mcp`, through which `chronos mcp` reaches the store
+ * (src/mcp/socket.ts).
  */
 import { createHash } from 'node:crypto';
 import { chmod, rm } from 'node:fs/promises';
@@ -26,8 +29,7 @@ import { join, resolve } from 'node:path';
 import { systemClock } from '../clock.js';
 import { ChronosError, isChronosError, type ErrorCode } from '../errors.js';
 import type { Logger } from '../logger.js';
-import type { ApiKey } from '../core/key-service.js';
-import type { ChronosService } from '../service.js';
+import { ALARM_ACTIONS, type AlarmAction, type KeyView, type StoreOps } from './store-ops.js';
 
 // sun_path is 108 bytes on Linux, 104 on macOS.
 const MAX_SOCKET_PATH = 100;
@@ -39,52 +41,6 @@ export function controlSocketPath(dataDir: string): string {
   return join(tmpdir(), `chronos-${digest}.sock`);
 }
 
-/** An API key as the CLI shows it (and as it crosses the socket). */
-export interface KeyView {
-  id: string;
-  owner_did: string;
-  label: string;
-  created_at: string;
-  last_used_at: string | null;
-  revoked_at: string | null;
-}
-
-export function keyView(key: ApiKey): KeyView {
-  return {
-    id: key.id,
-    owner_did: key.ownerDid,
-    label: key.label,
-    created_at: key.createdAt.toISOString(),
-    last_used_at: key.lastUsedAt?.toISOString() ?? null,
-    revoked_at: key.revokedAt?.toISOString() ?? null,
-  };
-}
-
-/** What the key commands need, whether the store is opened here or reached through a server. */
-export interface KeyStore {
-  create(owner: string, label: string): Promise<{ key: string; record: KeyView }>;
-  list(owner?: string): Promise<KeyView[]>;
-  revoke(id: string): Promise<{ key: KeyView; changed: boolean }>;
-  migrate(): Promise<string[]>;
-}
-
-/** The KeyStore over an open database. */
-export function localKeyStore(service: Pick<ChronosService, 'keys' | 'migrate'>): KeyStore {
-  const { keys } = service;
-  return {
-    async create(owner, label) {
-      const { key, record } = await keys.create(owner, label);
-      return { key, record: keyView(record) };
-    },
-    list: async (owner) => (await keys.list(owner)).map(keyView),
-    async revoke(id) {
-      const { key, changed } = await keys.revoke(id);
-      return { key: keyView(key), changed };
-    },
-    migrate: () => service.migrate(),
-  };
-}
-
 export interface ControlServer {
   readonly path: string;
   close(): Promise<void>;
@@ -92,7 +48,7 @@ export interface ControlServer {
 
 /** Serves `store` (and `mcp` at `/mcp`) on the unix socket at `path` (replacing a stale socket file). */
 export async function startControlServer(
-  store: KeyStore,
+  store: StoreOps,
   path: string,
   logger: Logger,
   mcp?: (req: IncomingMessage, res: ServerResponse) => Promise<void>,
@@ -108,7 +64,8 @@ export async function startControlServer(
     }
     handle(store, req).then(
       ({ status, body }) => {
-        res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+        const text = typeof body === 'string' ? body : JSON.stringify(body);
+        res.writeHead(status, { 'content-type': 'application/json' }).end(text);
       },
       (error: unknown) => {
         const code: ErrorCode | 'internal' = isChronosError(error) ? error.code : 'internal';
@@ -138,19 +95,41 @@ export async function startControlServer(
   };
 }
 
-async function handle(store: KeyStore, req: IncomingMessage): Promise<{ status: number; body: unknown }> {
+async function handle(store: StoreOps, req: IncomingMessage): Promise<{ status: number; body: unknown }> {
   const url = new URL(req.url ?? '/', 'http://control');
   const body = req.method === 'POST' ? await readJson(req) : {};
   const route = `${req.method} ${url.pathname}`;
+  const query = (name: string) => url.searchParams.get(name) ?? undefined;
+  const action = /^POST \/alarm\/([a-z]+)$/.exec(route)?.[1];
+  if (action && (ALARM_ACTIONS as readonly string[]).includes(action)) {
+    return {
+      status: 200,
+      body: await store.alarms.act(String(body.owner), String(body.id), action as AlarmAction),
+    };
+  }
   switch (route) {
+    case 'GET /alarms':
+      return {
+        status: 200,
+        body: await store.alarms.list(String(query('owner')), {
+          status: query('status'),
+          limit: query('limit'),
+          cursor: query('cursor'),
+        }),
+      };
+    case 'GET /alarm':
+      return { status: 200, body: await store.alarms.get(String(query('owner')), String(query('id'))) };
     case 'GET /status':
       return { status: 200, body: { pid: process.pid } };
     case 'GET /keys':
-      return { status: 200, body: { keys: await store.list(url.searchParams.get('owner') ?? undefined) } };
+      return { status: 200, body: { keys: await store.keys.list(query('owner')) } };
     case 'POST /keys':
-      return { status: 201, body: await store.create(body.owner as string, (body.label as string) ?? '') };
+      return {
+        status: 201,
+        body: await store.keys.create(body.owner as string, (body.label as string) ?? ''),
+      };
     case 'POST /keys/revoke':
-      return { status: 200, body: await store.revoke(body.id as string) };
+      return { status: 200, body: await store.keys.revoke(body.id as string) };
     case 'POST /migrate':
       return { status: 200, body: { applied: await store.migrate() } };
     default:
@@ -174,15 +153,15 @@ async function readJson(req: IncomingMessage): Promise<Record<string, unknown>> 
 }
 
 /**
- * The KeyStore of the server listening on `path`. A server still starting (lock taken, socket
+ * The StoreOps of the server listening on `path`. A server still starting (lock taken, socket
  * not yet listening) is waited for up to `waitMs`.
  */
-export function remoteKeyStore(path: string, holderPid: number, waitMs = 15_000): KeyStore {
-  const call = async <T>(method: string, route: string, body?: unknown): Promise<T> => {
+export function remoteStoreOps(path: string, holderPid: number, waitMs = 15_000): StoreOps {
+  const call = async <T>(method: string, route: string, body?: unknown, raw = false): Promise<T> => {
     const deadline = systemClock.now().getTime() + waitMs;
     for (;;) {
       try {
-        return await requestOnce<T>(path, method, route, body);
+        return await requestOnce<T>(path, method, route, body, raw);
       } catch (error) {
         const code = (error as NodeJS.ErrnoException).code;
         const notYet = code === 'ENOENT' || code === 'ECONNREFUSED';
@@ -198,17 +177,34 @@ export function remoteKeyStore(path: string, holderPid: number, waitMs = 15_000)
       }
     }
   };
+  const q = (params: Record<string, unknown>) =>
+    new URLSearchParams(
+      Object.entries(params).flatMap(([k, v]): [string, string][] =>
+        v === undefined ? [] : [[k, String(v)]],
+      ),
+    ).toString();
   return {
-    create: (owner, label) => call('POST', '/keys', { owner, label }),
-    list: async (owner) =>
-      (await call<{ keys: KeyView[] }>('GET', `/keys${owner ? `?owner=${encodeURIComponent(owner)}` : ''}`))
-        .keys,
-    revoke: (id) => call('POST', '/keys/revoke', { id }),
+    keys: {
+      create: (owner, label) => call('POST', '/keys', { owner, label }),
+      list: async (owner) => (await call<{ keys: KeyView[] }>('GET', `/keys?${q({ owner })}`)).keys,
+      revoke: (id) => call('POST', '/keys/revoke', { id }),
+    },
+    alarms: {
+      list: (owner, query) => call('GET', `/alarms?${q({ owner, ...query })}`, undefined, true),
+      get: (owner, id) => call('GET', `/alarm?${q({ owner, id })}`, undefined, true),
+      act: (owner, id, action) => call('POST', `/alarm/${action}`, { owner, id }, true),
+    },
     migrate: async () => (await call<{ applied: string[] }>('POST', '/migrate')).applied,
   };
 }
 
-function requestOnce<T>(socketPath: string, method: string, path: string, body?: unknown): Promise<T> {
+function requestOnce<T>(
+  socketPath: string,
+  method: string,
+  path: string,
+  body: unknown,
+  raw: boolean,
+): Promise<T> {
   return new Promise<T>((ok, fail) => {
     const req = httpRequest(
       { socketPath, method, path, headers: { 'content-type': 'application/json' } },
@@ -218,12 +214,14 @@ function requestOnce<T>(socketPath: string, method: string, path: string, body?:
         res.on('error', fail);
         res.on('end', () => {
           try {
-            const value = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>;
+            const text = Buffer.concat(chunks).toString('utf8');
+            const value = JSON.parse(text) as Record<string, unknown>;
             if ((res.statusCode ?? 500) >= 400) {
               const code = (typeof value.code === 'string' ? value.code : 'unavailable') as ErrorCode;
               fail(new ChronosError(code, String(value.message ?? 'the server refused the request')));
             } else {
-              ok(value as T);
+              // Alarms pass as their JSON text, numbers and all (I4).
+              ok((raw ? text : value) as T);
             }
           } catch (error) {
             fail(error);

@@ -1,5 +1,5 @@
 /**
- * How a one-shot command (keys, migrate, alarms, schedules) reaches the store: PostgreSQL
+ * How a one-shot command (keys, migrate, alarms) reaches the store: PostgreSQL
  * directly when DATABASE_URL is set; otherwise the embedded store — opened here when no live
  * process holds it, or through the running server's control socket when one does.
  */
@@ -9,10 +9,11 @@ import { ChronosError, isChronosError } from '../errors.js';
 import { silentLogger } from '../logger.js';
 import { ChronosService } from '../service.js';
 import { holderOf, type LockInfo } from './store-holder.js';
-import { localKeyStore, remoteKeyStore, type KeyStore } from './control-socket.js';
+import { remoteStoreOps } from './control-socket.js';
+import { localStoreOps, type StoreOps } from './store-ops.js';
 
 export interface StoreAccess {
-  store: KeyStore;
+  store: StoreOps;
   /** The service itself when this process opened the store; null through a running server. */
   service: ChronosService | null;
   /** Where the store is, for messages: "PostgreSQL", "the embedded store …", "the running server …". */
@@ -51,7 +52,7 @@ async function useLocal<T>(
   fn: (access: StoreAccess) => Promise<T>,
 ): Promise<T> {
   try {
-    return await fn({ store: localKeyStore(service), service, where });
+    return await fn({ store: localStoreOps(service), service, where });
   } finally {
     await service.close();
   }
@@ -66,7 +67,7 @@ function remote(holder: LockInfo, dir: string): StoreAccess {
     );
   }
   return {
-    store: remoteKeyStore(holder.controlSocket, holder.pid),
+    store: remoteStoreOps(holder.controlSocket, holder.pid),
     service: null,
     where: `the running server (process ${holder.pid}) on the embedded store ${dir}`,
   };

@@ -10,10 +10,10 @@
  * `server_time`, read from the database clock) and the same JSON as text; or `isError` with a
  * text telling the model what to send instead. Bad arguments never become a protocol error.
  */
-import { readFileSync } from 'node:fs';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { Owner } from '../core/owner.js';
+import { VERSION } from '../version.js';
 import { isoTime } from '../wire/views.js';
 import type { RawPayloads } from './raw-payloads.js';
 import { published } from './schemas.js';
@@ -22,10 +22,6 @@ import { answerResult, refusalResult } from './tool-result.js';
 import { TOOLS } from './tools/index.js';
 
 export type { McpService };
-
-const VERSION = (
-  JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
-).version;
 
 const INSTRUCTIONS = `Chronos is a durable timer: it wakes you (the agent) up later, even after this session has ended.
 - schedule_alarm: be woken once (in_seconds from now, or at an RFC 3339 time with offset) or on a cron schedule in the user's IANA time zone. Write wake_message as instructions to your future self.

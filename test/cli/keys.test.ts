@@ -27,7 +27,9 @@ describe('CLI: usage and failures', () => {
 
     const unknown = await runChronos(['frobnicate'], {});
     expect(unknown.code).toBe(2);
-    expect(unknown.stderr).toMatch(/unknown command "frobnicate"; expected one of serve, migrate, keys, mcp/);
+    expect(unknown.stderr).toMatch(
+      /unknown command "frobnicate"; expected one of serve, migrate, keys, alarms, mcp/,
+    );
 
     const mcp = await runChronos(['mcp'], {});
     expect(mcp.code).toBe(1);
@@ -37,6 +39,62 @@ describe('CLI: usage and failures', () => {
     const help = await runChronos(['help'], {});
     expect(help.code).toBe(0);
     expect(help.stdout).toMatch(/serve\s+run the HTTP API/);
+  });
+
+  it('every command and subcommand answers --help with its usage, exit 0, touching no store; --version prints the version', async () => {
+    const { version, name } = JSON.parse(
+      await readFile(new URL('../../package.json', import.meta.url), 'utf8'),
+    );
+    for (const argv of [['--version'], ['-V']]) {
+      const run = await runChronos(argv, {});
+      expect(run.code).toBe(0);
+      expect(run.stdout.trim()).toBe(`${name} ${version}`);
+    }
+    // A data directory that does not exist: --help must not create a store there.
+    const env = { CHRONOS_DATA_DIR: '/nonexistent/chronos-help-check' };
+    for (const argv of [
+      ['serve', '--help'],
+      ['migrate', '--help'],
+      ['mcp', '--help'],
+      ['keys', '--help'],
+      ['keys', 'create', '--help'],
+      ['keys', 'list', '-h'],
+      ['alarms', '--help'],
+      ['alarms', 'pause', '--help'],
+    ]) {
+      const run = await runChronos(argv, env);
+      expect(run.code, argv.join(' ')).toBe(0);
+      expect(run.stdout, argv.join(' ')).toMatch(new RegExp(`usage: chronos ${argv[0]}`));
+      expect(run.stderr).toBe('');
+    }
+  });
+
+  it('a mistyped option is named, with what the command takes, and exits 2', async () => {
+    const run = await runChronos(['keys', 'create', '--ownr', 'x'], {});
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(
+      /^chronos keys: unknown option --ownr; expected --owner, --label; did you mean --owner\?/,
+    );
+    const missing = await runChronos(['keys', 'create', '--owner'], {});
+    expect(missing.stderr).toMatch(/--owner needs a value: --owner <did>/);
+    const extra = await runChronos(['serve', 'now'], {});
+    expect(extra.code).toBe(2);
+    expect(extra.stderr).toMatch(/^chronos serve: unexpected argument "now"/);
+  });
+
+  it('several bad variables are reported one line per variable', async () => {
+    const run = await runChronos(['migrate'], {
+      CHRONOS_LEASE: 'thirty',
+      PORT: 'eighty',
+      CHRONOS_SCHEMA: 'Bad',
+    });
+    expect(run.code).toBe(1);
+    const lines = run.stderr.trim().split('\n');
+    expect(lines).toEqual([
+      'chronos migrate: CHRONOS_SCHEMA: expected a schema name of lower-case letters, digits and "_" (up to 63, not starting with a digit), like "chronos", got "Bad"',
+      'chronos migrate: PORT: expected a whole number from 0 to 65535, got "eighty"',
+      'chronos migrate: CHRONOS_LEASE: expected a duration such as "250ms", "30s", "5m" or "1h", got "thirty"',
+    ]);
   });
 });
 

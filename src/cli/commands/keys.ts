@@ -6,43 +6,29 @@
  * They work on PostgreSQL (DATABASE_URL), on the embedded store, and on the embedded store
  * while a server runs on it (through its control socket).
  */
-import { parseArgs } from 'node:util';
 import { loadConfig } from '../../config.js';
 import { parseOwner } from '../../core/owner.js';
-import type { KeyView } from '../../control/control-socket.js';
+import type { KeyView } from '../../control/store-ops.js';
 import { withStore } from '../../control/store-access.js';
+import { readArgs } from '../args.js';
 import { EXIT_OK, UsageError, type CliIo, type Command } from '../io.js';
 
 const USAGE = `usage: chronos keys create --owner <did> [--label <text>]
        chronos keys list [--owner <did>] [--json]
        chronos keys revoke <key id>`;
 
-function parse(args: string[], options: Record<string, { type: 'string' | 'boolean' }>, positionals: number) {
-  let parsed;
-  try {
-    parsed = parseArgs({ args, options, allowPositionals: true, strict: true });
-  } catch (error) {
-    throw new UsageError((error as Error).message);
-  }
-  if (parsed.positionals.length !== positionals) {
-    throw new UsageError(
-      positionals === 0
-        ? `unexpected argument ${JSON.stringify(parsed.positionals[0])}`
-        : `expected ${positionals} argument(s), got ${parsed.positionals.length}`,
-    );
-  }
-  return parsed as { values: Record<string, string | boolean | undefined>; positionals: string[] };
-}
-
 async function create(args: string[], io: CliIo): Promise<number> {
-  const { values } = parse(args, { owner: { type: 'string' }, label: { type: 'string' } }, 0);
+  const { values } = readArgs(args, {
+    owner: { type: 'string', value: 'did' },
+    label: { type: 'string', value: 'text' },
+  });
   if (typeof values.owner !== 'string') {
     throw new UsageError('--owner <did> is required, e.g. --owner did:matrix:<user uuid>:<name>');
   }
   parseOwner(values.owner, 'owner'); // refused before the store is opened
   const config = loadConfig(io.env);
   const { key, record, where } = await withStore(config, async ({ store, where }) => ({
-    ...(await store.create(values.owner as string, (values.label as string | undefined) ?? '')),
+    ...(await store.keys.create(values.owner as string, (values.label as string | undefined) ?? '')),
     where,
   }));
   io.out(`Created key ${record.id} for ${record.owner_did} in ${where}.`);
@@ -52,10 +38,10 @@ async function create(args: string[], io: CliIo): Promise<number> {
 }
 
 async function list(args: string[], io: CliIo): Promise<number> {
-  const { values } = parse(args, { owner: { type: 'string' }, json: { type: 'boolean' } }, 0);
+  const { values } = readArgs(args, { owner: { type: 'string', value: 'did' }, json: { type: 'boolean' } });
   if (values.owner !== undefined) parseOwner(values.owner, 'owner');
   const config = loadConfig(io.env);
-  const keys = await withStore(config, ({ store }) => store.list(values.owner as string | undefined));
+  const keys = await withStore(config, ({ store }) => store.keys.list(values.owner as string | undefined));
   if (values.json) {
     io.out(JSON.stringify(keys, null, 2));
     return EXIT_OK;
@@ -91,9 +77,9 @@ function printTable(io: CliIo, keys: KeyView[]): void {
 }
 
 async function revoke(args: string[], io: CliIo): Promise<number> {
-  const { positionals } = parse(args, {}, 1);
+  const { positionals } = readArgs(args, {}, ['key id']);
   const config = loadConfig(io.env);
-  const { key, changed } = await withStore(config, ({ store }) => store.revoke(positionals[0]!));
+  const { key, changed } = await withStore(config, ({ store }) => store.keys.revoke(positionals[0]!));
   io.out(
     changed
       ? `Revoked key ${key.id} of ${key.owner_did}; requests with it are refused from now on.`
@@ -108,6 +94,10 @@ export const keysCommand: Command = {
   name: 'keys',
   summary: 'create, list and revoke API keys (also while a server runs on the embedded store)',
   usage: USAGE,
+  help: `  create   a key for an owner; the key is printed once, as the last line (only its hash is stored)
+  list     every key, or one owner's; revoked ones say when
+  revoke   refuse a key from now on, on every instance
+Works with DATABASE_URL, on the embedded store, and while a server runs on it.`,
   async run(args, io) {
     const [sub, ...rest] = args;
     const fn = sub === undefined ? undefined : SUBCOMMANDS[sub];

@@ -5,7 +5,8 @@
 import { loadConfig } from '../../config.js';
 import type { Logger } from '../../logger.js';
 import { serveMcpStdio, type StdioStreams } from '../../stdio-server.js';
-import { EXIT_OK, UsageError, type CliIo, type Command } from '../io.js';
+import { readArgs } from '../args.js';
+import { EXIT_OK, type CliIo, type Command } from '../io.js';
 
 export const MCP_USAGE =
   'usage: chronos mcp   (the owner: CHRONOS_API_KEY=<key> or CHRONOS_OWNER_DID=<did>; store: DATABASE_URL or CHRONOS_DATA_DIR)';
@@ -21,7 +22,7 @@ export async function runMcpCommand(
   io: CliIo,
   options: McpCommandOptions = {},
 ): Promise<number> {
-  if (args.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(args[0])}`);
+  readArgs(args, {});
   const config = loadConfig(io.env);
   let streams = options.streams;
   if (streams === undefined) {
@@ -46,5 +47,10 @@ export const mcpCommand: Command = {
   name: 'mcp',
   summary: 'MCP server over stdio for one owner (CHRONOS_API_KEY or CHRONOS_OWNER_DID)',
   usage: MCP_USAGE,
+  help: `MCP over stdio for one owner: CHRONOS_API_KEY=<key> (or CHRONOS_OWNER_DID=<did>).
+On PostgreSQL (DATABASE_URL) it serves MCP; the chronos serve instances there deliver the wakes.
+On the embedded store held by a running chronos serve it relays to that server; on one that no
+process holds it opens it and delivers the wakes itself while it runs. stdout carries the
+protocol; logs go to stderr. Configure it in your MCP client (see docs/mcp.md).`,
   run: (args, io) => runMcpCommand(args, io),
 };

@@ -3,14 +3,18 @@
  */
 import { loadConfig } from '../../config.js';
 import { withStore } from '../../control/store-access.js';
-import { EXIT_OK, UsageError, type Command } from '../io.js';
+import { readArgs } from '../args.js';
+import { EXIT_OK, type Command } from '../io.js';
 
 export const migrateCommand: Command = {
   name: 'migrate',
   summary: 'apply pending database migrations (serve applies them on start too)',
   usage: 'usage: chronos migrate',
+  help: `Applies the pending migrations to the store (DATABASE_URL, or the embedded store in CHRONOS_DATA_DIR,
+also while a server runs on it), in the schema CHRONOS_SCHEMA (default chronos). A deployment made
+before the schema existed is moved into it. Running it again changes nothing.`,
   async run(args, io) {
-    if (args.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(args[0])}`);
+    readArgs(args, {});
     const config = loadConfig(io.env);
     const { applied, where } = await withStore(
       config,

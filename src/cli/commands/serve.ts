@@ -14,14 +14,20 @@
 import { loadConfig } from '../../config.js';
 import { createLogger } from '../../logger.js';
 import { startServer } from '../../server.js';
-import { EXIT_FAILURE, EXIT_OK, UsageError, type Command } from '../io.js';
+import { readArgs } from '../args.js';
+import { EXIT_FAILURE, EXIT_OK, type Command } from '../io.js';
 
 export const serveCommand: Command = {
   name: 'serve',
   summary: 'run the HTTP API and the dispatcher (what `npm start` runs)',
   usage: 'usage: chronos serve   (configured by environment variables: see README.md)',
+  help: `Runs the HTTP API (/v1), MCP over HTTP (/mcp), the dispatcher and the tracker in one process, on
+PostgreSQL when DATABASE_URL is set, on the embedded store in CHRONOS_DATA_DIR (./.chronos) otherwise.
+Main settings: PORT (8080), CHRONOS_ROUTER_URL, CHRONOS_WEBHOOK_SECRET, CHRONOS_FALLBACK_URL,
+CHRONOS_OPERATOR_TOKEN, CHRONOS_SCHEMA. Every variable, its default and meaning: README.md.
+SIGTERM or SIGINT stops it gracefully; a second signal exits at once.`,
   async run(args, io) {
-    if (args.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(args[0])}`);
+    readArgs(args, {});
     const config = loadConfig(io.env);
     const logger = createLogger(config.logLevel);
     const server = await startServer(config, { logger });

@@ -1,0 +1,114 @@
+/**
+ * `chronos alarms`: an operator's view of one owner's alarms, through the running server that
+ * holds the embedded store (its control socket), and directly on PostgreSQL.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.js';
+import { RawJson } from '../../src/json.js';
+import { silentLogger } from '../../src/logger.js';
+import { startServer, type RunningServer } from '../../src/server.js';
+import { describePostgresOnly } from '../support/backends.js';
+import { createTestDatabase, type TestDatabase } from '../support/databases.js';
+import { OTHER, OWNER } from '../support/harness.js';
+import { runChronos, tempDataDir } from './support.js';
+
+describe('chronos alarms, through the server that holds the embedded store', () => {
+  let data: Awaited<ReturnType<typeof tempDataDir>>;
+  let server: RunningServer;
+  beforeAll(async () => {
+    data = await tempDataDir();
+    server = await startServer(loadConfig({ CHRONOS_DATA_DIR: data.dir, PORT: '0', HOST: '127.0.0.1' }), {
+      logger: silentLogger,
+    });
+  });
+  afterAll(async () => {
+    await server?.shutdown();
+    await data?.remove();
+  });
+
+  it('lists, shows, pauses, resumes and cancels an owner’s alarms, keeping payload digits', async () => {
+    const env = { CHRONOS_DATA_DIR: data.dir };
+    const { alarms } = server.service;
+    const { alarm } = await alarms.create(
+      OWNER,
+      {
+        cron: '0 9 * * *',
+        timezone: 'Europe/Paris',
+        label: 'standup',
+        payload: new RawJson('{"n": 12345678901234567890}'),
+      },
+      { source: 'api' },
+    );
+    await alarms.create(OTHER, { inSeconds: 600, label: 'not theirs' }, { source: 'api' });
+
+    const list = await runChronos(['alarms', 'list', '--owner', OWNER.did], env);
+    expect(list.code, list.stderr).toBe(0);
+    expect(list.stdout).toMatch(/ID\s+STATUS\s+KIND\s+SCHEDULE/);
+    expect(list.stdout).toContain(alarm.id);
+    expect(list.stdout).toContain('0 9 * * * (Europe/Paris)');
+    expect(list.stdout).not.toContain('not theirs');
+
+    const shown = await runChronos(['alarms', 'get', alarm.id, '--owner', OWNER.did, '--json'], env);
+    expect(shown.code).toBe(0);
+    expect(shown.stdout).toContain('"payload":{"n": 12345678901234567890}');
+
+    const paused = await runChronos(['alarms', 'pause', alarm.id, '--owner', OWNER.did], env);
+    expect(paused.stdout.trim()).toBe(`Alarm ${alarm.id} paused: paused (standup).`);
+    expect((await alarms.get(OWNER, alarm.id)).status).toBe('paused');
+    const onlyPaused = await runChronos(
+      ['alarms', 'list', '--owner', OWNER.did, '--status', 'paused', '--json'],
+      env,
+    );
+    expect(JSON.parse(onlyPaused.stdout).alarms.map((a: { id: string }) => a.id)).toEqual([alarm.id]);
+
+    const resumed = await runChronos(['alarms', 'resume', alarm.id, '--owner', OWNER.did], env);
+    expect(resumed.stdout).toMatch(
+      new RegExp(`^Alarm ${alarm.id} resumed: active, next fire \\S+Z \\(standup\\)\\.`),
+    );
+    const cancelled = await runChronos(['alarms', 'cancel', alarm.id, '--owner', OWNER.did], env);
+    expect(cancelled.stdout).toMatch(/cancelled: cancelled/);
+
+    // Refusals: one line each, exit 1 (another owner's alarm is as missing as a missing one).
+    const theirs = await runChronos(['alarms', 'pause', alarm.id, '--owner', OTHER.did], env);
+    expect(theirs.code).toBe(1);
+    expect(theirs.stderr.trim()).toBe(`chronos alarms: alarm "${alarm.id}" not found`);
+    const again = await runChronos(['alarms', 'resume', alarm.id, '--owner', OWNER.did], env);
+    expect(again.stderr).toMatch(/is cancelled; only a paused alarm can be resumed/);
+    const bad = await runChronos(['alarms', 'list', '--owner', OWNER.did, '--status', 'done'], env);
+    expect(bad.stderr.trim()).toBe(
+      'chronos alarms: status: expected one of active, paused, fired, cancelled, failed, got "done"',
+    );
+    const noOwner = await runChronos(['alarms', 'list'], env);
+    expect(noOwner.code).toBe(2);
+    expect(noOwner.stderr).toMatch(/--owner <did> is required/);
+  }, 120_000);
+});
+
+describePostgresOnly('the command and the test share one database', 'chronos alarms on PostgreSQL', () => {
+  let t: TestDatabase;
+  beforeAll(async () => {
+    t = await createTestDatabase('postgres');
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('lists and pauses with DATABASE_URL', async () => {
+    const server = await startServer(loadConfig({ DATABASE_URL: t.url!, PORT: '0', HOST: '127.0.0.1' }), {
+      logger: silentLogger,
+    });
+    try {
+      const { alarm } = await server.service.alarms.create(
+        OWNER,
+        { inSeconds: 600, label: 'pg' },
+        { source: 'api' },
+      );
+      const env = { DATABASE_URL: t.url! };
+      expect((await runChronos(['alarms', 'list', '--owner', OWNER.did], env)).stdout).toContain(alarm.id);
+      expect((await runChronos(['alarms', 'pause', alarm.id, '--owner', OWNER.did], env)).code).toBe(0);
+      expect((await server.service.alarms.get(OWNER, alarm.id)).status).toBe('paused');
+    } finally {
+      await server.shutdown();
+    }
+  }, 60_000);
+});
