@@ -1,0 +1,133 @@
+/**
+ * What ships is what is tested: `npm pack` makes the tarball (building it on prepack), which holds
+ * no tests; it installs into an empty application with `npm install <tarball>`; there, with no
+ * build step of the application's, `import { createChronos } from 'chronos-timers'` type-checks
+ * and fires a timer, and `npx chronos` answers `--version` and serves.
+ */
+import { execFile, spawn } from 'node:child_process';
+import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { describePostgresOnly } from '../support/backends.js';
+import { createTestDatabase, type TestDatabase } from '../support/databases.js';
+import { ROOT } from '../cli/support.js';
+
+const run = promisify(execFile);
+const NPM = process.platform === 'win32' ? 'npm.cmd' : 'npm';
+
+// The same application in TypeScript (type-checked against the package's declarations) and in
+// plain JavaScript (run as most applications would).
+const source = (ts: boolean) => `import { createChronos } from 'chronos-timers';
+
+const chronos = await createChronos({ databaseUrl: process.env.DATABASE_URL${ts ? '!' : ''} });
+await chronos.migrate();
+const timer = await chronos.scheduleMany(null, [{ key: 'installed:1', at: new Date(), payload: { n: 1 } }]);
+const fired = await new Promise${ts ? '<string>' : ''}((resolve) => {
+  const worker = chronos.work((fire) => {
+    void worker.stop().then(() => resolve(fire.key));
+  });
+});
+console.log(\`fired \${fired} (\${timer[0]${ts ? '!' : ''}.queue})\`);
+await chronos.close();
+`;
+
+describePostgresOnly(
+  'the installed application fires a timer on the test PostgreSQL',
+  'the packed package',
+  () => {
+    let dir: string;
+    let app: string;
+    let tarball: string;
+    let t: TestDatabase;
+
+    beforeAll(async () => {
+      t = await createTestDatabase('postgres');
+      dir = await mkdtemp(join(ROOT, '.tmp', 'pack-'));
+      await run(NPM, ['pack', '--pack-destination', dir, '--silent'], { cwd: ROOT, maxBuffer: 1 << 24 });
+      const [file] = (await readdir(dir)).filter((f) => f.endsWith('.tgz'));
+      tarball = join(dir, file!);
+      app = join(dir, 'app');
+      await run('mkdir', ['-p', app]);
+      await writeFile(
+        join(app, 'package.json'),
+        JSON.stringify({ name: 'empty-app', version: '1.0.0', private: true, type: 'module' }),
+      );
+      await run(NPM, ['install', tarball, '--no-audit', '--no-fund', '--prefer-offline', '--silent'], {
+        cwd: app,
+        maxBuffer: 1 << 24,
+      });
+    }, 180_000);
+
+    afterAll(async () => {
+      await t?.close();
+      if (dir) await rm(dir, { recursive: true, force: true });
+    });
+
+    it('holds dist, bin and migrations, and no tests', async () => {
+      const { stdout } = await run('tar', ['-tzf', tarball], { maxBuffer: 1 << 24 });
+      const files = stdout.trim().split('\n');
+      expect(files).toContain('package/dist/index.js');
+      expect(files).toContain('package/dist/index.d.ts');
+      expect(files).toContain('package/bin/chronos.js');
+      expect(files.some((f) => f.startsWith('package/migrations/0001_'))).toBe(true);
+      expect(files.filter((f) => /\.test\.|\/test\//.test(f) || f.startsWith('package/src/'))).toEqual([]);
+    });
+
+    it('type-checks and fires a timer from an application with no build step of its own', async () => {
+      await writeFile(join(app, 'app.ts'), source(true));
+      await writeFile(
+        join(app, 'tsconfig.json'),
+        JSON.stringify({
+          compilerOptions: {
+            target: 'ES2022',
+            module: 'NodeNext',
+            moduleResolution: 'NodeNext',
+            strict: true,
+            noEmit: true,
+            // As applications have it: the dependencies' own declaration files are not checked.
+            skipLibCheck: true,
+            types: ['node'],
+            typeRoots: [join(ROOT, 'node_modules/@types')],
+          },
+          files: ['app.ts'],
+        }),
+      );
+      // The application's own compiler would do; the project's stands in for it.
+      await run(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', app], { cwd: app });
+      // Plain JavaScript, as most applications would run it.
+      await writeFile(join(app, 'app.mjs'), source(false));
+      const { stdout } = await run(process.execPath, ['app.mjs'], {
+        cwd: app,
+        env: { ...process.env, DATABASE_URL: t.url! },
+      });
+      expect(stdout.trim()).toBe('fired installed:1 (default)');
+    }, 60_000);
+
+    it('npx chronos answers --version and serves', async () => {
+      const { stdout } = await run('npx', ['--no-install', 'chronos', '--version'], { cwd: app });
+      expect(stdout.trim()).toMatch(/^chronos-timers \d+\.\d+\.\d+/);
+      const serve = spawn('npx', ['--no-install', 'chronos', 'serve'], {
+        cwd: app,
+        env: { ...process.env, DATABASE_URL: t.url!, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info' },
+        // Its own process group: npx runs the server as its child, and both are stopped together.
+        detached: true,
+      });
+      const exited = new Promise<number | null>((resolve) => serve.on('exit', resolve));
+      let out = '';
+      const url = await new Promise<string>((resolve, reject) => {
+        serve.stdout.on('data', (chunk: Buffer) => {
+          out += chunk.toString();
+          const match = /chronos is serving on (http:\/\/\S+?)"/.exec(out);
+          if (match) resolve(match[1]!);
+        });
+        void exited.then(() => reject(new Error(`serve exited:\n${out}`)));
+      });
+      const health = await fetch(`${url}/readyz`);
+      expect(health.status).toBe(200);
+      process.kill(-serve.pid!, 'SIGTERM');
+      await exited;
+      expect(out).toContain('"msg":"stopped"');
+    }, 60_000);
+  },
+);
