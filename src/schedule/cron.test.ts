@@ -128,8 +128,11 @@ describe('parseCron: what it refuses', () => {
     expect(error.errors).toEqual([{ path: 'cron', message: error.message }]);
   });
 
-  it('suggests "@every" for sub-minute schedules written with a seconds field', () => {
-    expect(errorOf(() => parseCron('*/30 * * * * *', 'UTC')).message).toContain('"@every 30s"');
+  it('says to drop the seconds field, and suggests nothing the minimum interval would refuse', () => {
+    const sixFields = errorOf(() => parseCron('*/30 * * * * *', 'UTC')).message;
+    expect(sixFields).toContain('Chronos takes no seconds field: drop the first one');
+    // No suggestion that the default minimum interval (60 s) would then refuse.
+    expect(sixFields).not.toContain('@every 30s');
   });
 
   it.each([

@@ -196,7 +196,7 @@ function compile(fields: string, expr: string): Cron {
 
 function fieldCountHint(count: number): string {
   if (count === 6) {
-    return 'it has 6 fields; Chronos takes no seconds field: drop the first one, or use "@every 30s" for sub-minute intervals';
+    return 'it has 6 fields; Chronos takes no seconds field: drop the first one (a schedule fires at most once a minute by default)';
   }
   if (count === 7) return 'it has 7 fields; Chronos takes neither a seconds nor a year field';
   return `it has ${count} field${count === 1 ? '' : 's'}: minute hour day-of-month month day-of-week`;

@@ -118,6 +118,16 @@ describe('assertTimeZone', () => {
     expect(errorOf(() => assertTimeZone(tz)).message).toContain(`did you mean "${fixed}"?`);
   });
 
+  it.each([
+    ['Paris', '"Europe/Paris"'],
+    ['New York', '"America/New_York"'],
+    ['new_york', '"America/New_York"'],
+    ['sao paulo', '"America/Sao_Paulo"'],
+    ['Tokyo', '"Asia/Tokyo"'],
+  ])('suggests the zone of the city %s', (tz, suggestion) => {
+    expect(errorOf(() => assertTimeZone(tz)).message).toContain(`did you mean ${suggestion}`);
+  });
+
   it('suggests the zone Intl maps an old name without a slash to', () => {
     expect(errorOf(() => assertTimeZone('Japan')).message).toContain('did you mean "Asia/Tokyo"?');
   });

@@ -141,6 +141,9 @@ function suggestTimeZone(tz: string): string | undefined {
   const lower = trimmed.toLowerCase();
   const listed = namesByLowerCase().get(lower);
   if (listed !== undefined) return didYouMean([listed]);
+  // A city alone, as people say it: "Paris", "New York", "sao paulo".
+  const cities = zonesByCity().get(cityKey(trimmed));
+  if (cities !== undefined) return didYouMean(cities.slice(0, 3));
   const resolved = intlName(trimmed);
   if (resolved === undefined) return undefined;
   // Intl reports a link by its target ("Asia/Kolkata" as "Asia/Calcutta" on some ICU versions),
@@ -188,6 +191,31 @@ function intlName(tz: string): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** "New York", "new-york", "New_York" → "new_york": how a zone's last part is looked up. */
+function cityKey(text: string): string {
+  return text
+    .normalize('NFD')
+    .replace(/[\u0300-\u036f]/g, '')
+    .trim()
+    .toLowerCase()
+    .replace(/[\s-]+/g, '_');
+}
+
+let byCity: Map<string, string[]> | undefined;
+
+/** The zones by the city of their last part ("Europe/Paris" under "paris"). */
+function zonesByCity(): Map<string, string[]> {
+  if (byCity) return byCity;
+  byCity = new Map();
+  for (const zone of Intl.supportedValuesOf('timeZone')) {
+    const parts = zone.split('/');
+    if (parts.length < 2) continue;
+    const key = cityKey(parts.at(-1)!);
+    byCity.set(key, [...(byCity.get(key) ?? []), zone]);
+  }
+  return byCity;
 }
 
 let byLowerCase: Map<string, string> | undefined;

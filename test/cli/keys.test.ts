@@ -1,3 +1,5 @@
+import { existsSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 /**
  * The CLI smoke test: `chronos keys …`, `migrate`, `mcp`, and their failures, on the embedded
  * store, on PostgreSQL, and on an embedded store held by a running server.
@@ -80,6 +82,29 @@ describe('CLI: usage and failures', () => {
     const extra = await runChronos(['serve', 'now'], {});
     expect(extra.code).toBe(2);
     expect(extra.stderr).toMatch(/^chronos serve: unexpected argument "now"/);
+  });
+
+  it('a port already in use is refused at once, before any store is opened or created', async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const { port } = taken.address() as AddressInfo;
+    const data = await tempDataDir();
+    try {
+      const dir = join(data.dir, 'never-made');
+      const run = await runChronos(['serve'], {
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        CHRONOS_DATA_DIR: dir,
+      });
+      expect(run.code).toBe(1);
+      expect(run.stderr.trim()).toBe(
+        `chronos serve: port ${port} on 127.0.0.1 is already in use; stop what listens there or set PORT`,
+      );
+      expect(existsSync(dir)).toBe(false);
+    } finally {
+      taken.close();
+      await data.remove();
+    }
   });
 
   it('several bad variables are reported one line per variable', async () => {

@@ -112,7 +112,11 @@ describeEachBackend('HTTP: refusals write nothing', ({ t }) => {
     it('a payload over 64 KiB inside a body under 128 KiB is a 400 on payload', async () => {
       const body = { in_seconds: 60, payload: { blob: 'p'.repeat(70 * 1024) } };
       expect(JSON.stringify(body).length).toBeLessThan(128 * 1024);
-      await invalid('payload', 'POST', '/v1/alarms', body);
+      const answer = await invalid('payload', 'POST', '/v1/alarms', body);
+      // The size as a size, not a quoted string.
+      expect(answer.body.errors[0].message).toBe(
+        `payload: expected a JSON object of at most 65536 bytes (64 KiB), got ${JSON.stringify(body.payload).length} bytes`,
+      );
       await invalid('payload', 'PATCH', `/v1/alarms/${existing}`, {
         payload: { blob: 'p'.repeat(70 * 1024) },
       });

@@ -221,6 +221,71 @@ describeEachBackend('MCP tools over Streamable HTTP', ({ t }) => {
     expect(again).toMatch(/schedule_alarm/);
   });
 
+  it('pause_alarm and resume_alarm hold an alarm and let it fire again, with next_fires; refusals say what to do', async () => {
+    const { alarm } = await ok(client, 'schedule_alarm', {
+      cron: '0 9 * * *',
+      timezone: 'Europe/Paris',
+      label: 'standup',
+    });
+    const paused = await ok(client, 'pause_alarm', { id: alarm.id });
+    expect(paused.alarm.status).toBe('paused');
+    expect(paused.alarm.next_fire_at).toBeUndefined();
+    expect(paused.server_time).toMatch(RFC3339_MS);
+    expect((await ok(client, 'pause_alarm', { id: alarm.id })).alarm.status).toBe('paused');
+    expect(
+      (await ok(client, 'list_alarms', { status: 'paused' })).alarms.map((a: { id: string }) => a.id),
+    ).toEqual([alarm.id]);
+
+    const resumed = await ok(client, 'resume_alarm', { id: alarm.id });
+    expect(resumed.alarm.status).toBe('active');
+    expect(resumed.next_fires).toHaveLength(3);
+    expect(resumed.next_fires[0].local).toMatch(/T09:00:00\.000\+0[12]:00$/);
+
+    await ok(client, 'cancel_alarm', { id: alarm.id });
+    expect(await refused(client, 'resume_alarm', { id: alarm.id })).toMatch(
+      /is cancelled; only a paused alarm can be resumed[\s\S]*use schedule_alarm/,
+    );
+    expect(await refused(client, 'pause_alarm', { id: alarm.id })).toMatch(
+      /only an active alarm can be paused/,
+    );
+    expect(await refused(client, 'pause_alarm', { alarm_id: alarm.id })).toMatch(
+      /alarm_id: unknown field; send only id; did you mean "id"\?/,
+    );
+  });
+
+  it('list_wakes finds the wakes still waiting for an acknowledgement, with label, message and lateness', async () => {
+    const { alarm } = await ok(client, 'schedule_alarm', {
+      in_seconds: 60,
+      label: 'tea',
+      wake_message: 'Tell the user the tea is ready.',
+      conversation_id: 'conv-tea',
+    });
+    const { alarm: other } = await ok(client, 'schedule_alarm', { in_seconds: 60, label: 'other' });
+    const wakeId = await fire(server, t.db, alarm.id);
+    await fire(server, t.db, other.id);
+
+    const waiting = await ok(client, 'list_wakes', { status: 'delivered', alarm_id: alarm.id });
+    expect(waiting.wakes).toHaveLength(1);
+    expect(waiting.wakes[0]).toMatchObject({
+      id: wakeId,
+      alarm_id: alarm.id,
+      label: 'tea',
+      wake_message: 'Tell the user the tea is ready.',
+      conversation_id: 'conv-tea',
+      require_ack: true,
+    });
+    expect(waiting.wakes[0].lateness_ms).toBeGreaterThanOrEqual(1_000);
+    expect(waiting.next_cursor).toBeNull();
+    expect((await ok(client, 'list_wakes', {})).wakes).toHaveLength(2);
+    await ok(client, 'ack_wake', { wake_id: wakeId, note: 'told them' });
+    expect(
+      (await ok(client, 'list_wakes', { status: 'delivered' })).wakes.map((w: { label: string }) => w.label),
+    ).toEqual(['other']);
+    expect(await refused(client, 'list_wakes', { status: 'open' })).toMatch(
+      /status: expected one of pending, delivered, acknowledged, failed, got "open"/,
+    );
+  });
+
   it('ack_wake acknowledges a wake with a note, once; again answers it unchanged', async () => {
     const { alarm } = await ok(client, 'schedule_alarm', { in_seconds: 60, conversation_id: 'c-9' });
     const wakeId = await fire(server, t.db, alarm.id);
