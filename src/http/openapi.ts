@@ -5,8 +5,14 @@
  */
 import { z } from 'zod';
 import { ALARM_STATUSES, WAKE_STATUSES } from '../types.js';
-import { createAlarmSchema, patchAlarmSchema } from '../wire/alarm-input.js';
-import { alarmViewSchema, wakeViewSchema } from '../wire/views.js';
+import {
+  batchAlarmSchema,
+  bulkCancelSchema,
+  createAlarmSchema,
+  patchAlarmSchema,
+} from '../wire/alarm-input.js';
+import { alarmViewSchema, attemptViewSchema, wakeViewSchema } from '../wire/views.js';
+import { escalationBodySchema, receiptBodySchema, wakeBodySchema } from '../wire/webhooks.js';
 import { ackWakeSchema, replySchema } from '../wire/wake-input.js';
 
 const problem = z.object({
@@ -88,6 +94,33 @@ export function openApiDocument(): Record<string, unknown> {
       },
     },
   });
+  // `POST /v1/alarms/{id}/<action>`: no body (or `{}`), the alarm answered.
+  const control = (action: string, summary: string, status: string, answer: string, conflict: string) => ({
+    [`/v1/alarms/{id}/${action}`]: {
+      parameters: [idParam('id', 'The alarm id.')],
+      post: {
+        summary,
+        responses: {
+          [status]: alarmAnswer(answer),
+          ...ERRORS,
+          '404': problemResponse('No such alarm.'),
+          '409': problemResponse(conflict),
+        },
+      },
+    },
+  });
+  // A body Chronos POSTs, as an OpenAPI 3.1 webhook.
+  const webhook = (summary: string, schema: string) => ({
+    post: {
+      summary,
+      requestBody: { required: true, content: content(schema) },
+      responses: {
+        '200': {
+          description: 'Accepted (any 2xx). 408, 429, 5xx, timeouts and connection errors are retried.',
+        },
+      },
+    },
+  });
   return {
     openapi: '3.1.0',
     info: {
@@ -105,12 +138,33 @@ export function openApiDocument(): Record<string, unknown> {
         PatchAlarm: json(patchAlarmSchema),
         AckWake: json(ackWakeSchema),
         Reply: json(replySchema),
+        BatchAlarms: json(batchAlarmSchema),
+        BulkCancel: json(bulkCancelSchema),
         Alarm: json(alarmViewSchema),
         Wake: json(wakeViewSchema),
+        Attempt: json(attemptViewSchema),
+        WakeBody: json(wakeBodySchema),
+        EscalationBody: json(escalationBodySchema),
+        ReceiptBody: json(receiptBodySchema),
         Problem: json(problem),
       },
     },
     security: [{ bearer: [] }],
+    webhooks: {
+      'alarm.fired': webhook(
+        'A due alarm, to CHRONOS_ROUTER_URL (signed; `webhook-id`: the wake id)',
+        'WakeBody',
+      ),
+      'alarm.nudge': webhook(
+        'The one reminder of a wake still unacknowledged, nudge-after after its delivery (`<wake_id>:nudge`)',
+        'WakeBody',
+      ),
+      'wake.escalated': webhook(
+        'A wake still unacknowledged, to CHRONOS_FALLBACK_URL (a human)',
+        'EscalationBody',
+      ),
+      'wake.acknowledged': webhook('The receipt of an ack, to CHRONOS_FALLBACK_URL', 'ReceiptBody'),
+    },
     paths: {
       '/v1/alarms': {
         post: {
@@ -180,10 +234,112 @@ export function openApiDocument(): Record<string, unknown> {
           },
         },
       },
+      '/v1/alarms/batch': {
+        post: {
+          summary: 'Schedule up to 1,000 alarms at once',
+          description:
+            'All or nothing: one invalid item is a 400 whose `errors[].path` names it (`alarms.3.cron`) and ' +
+            'nothing is written. Quotas count every item. Items whose `idempotency_key` exists answer that alarm.',
+          requestBody: { required: true, content: content('BatchAlarms') },
+          responses: {
+            '201': {
+              description: 'The results, in the order of the items.',
+              content: {
+                'application/json': {
+                  schema: envelope(
+                    {
+                      results: {
+                        type: 'array',
+                        items: envelope({ alarm: ref('Alarm'), deduped: { type: 'boolean' } }, [
+                          'alarm',
+                          'deduped',
+                        ]),
+                      },
+                    },
+                    ['results'],
+                  ),
+                },
+              },
+            },
+            ...ERRORS,
+            '413': problemResponse('Body over 128 KiB.'),
+            '429': problemResponse('A quota would be exceeded by the batch: `limit` names it.'),
+          },
+        },
+      },
+      '/v1/alarms/bulk-cancel': {
+        post: {
+          summary: 'Cancel your active and paused alarms matching every given filter, in one statement',
+          requestBody: { required: true, content: content('BulkCancel') },
+          responses: {
+            '200': {
+              description: 'How many were cancelled.',
+              content: {
+                'application/json': { schema: envelope({ cancelled: { type: 'integer' } }, ['cancelled']) },
+              },
+            },
+            ...ERRORS,
+          },
+        },
+      },
+      ...control(
+        'pause',
+        'Pause an active alarm: it is not claimed while paused',
+        '200',
+        'The paused alarm (again for one already paused).',
+        'The alarm has fired, was cancelled or failed.',
+      ),
+      ...control(
+        'resume',
+        'Resume a paused alarm: a cron one at its next occurrence after now (no catching up), a one-shot whose time passed promptly',
+        '200',
+        'The active alarm (again for one already active).',
+        'The alarm is neither paused nor active.',
+      ),
+      ...control(
+        'fire',
+        'Fire an active or paused alarm now, once more (`trigger: "manual"`); a cron alarm keeps its schedule',
+        '202',
+        'Accepted: it is delivered promptly.',
+        'The alarm is not active or paused, or is being delivered right now.',
+      ),
+      ...control(
+        'retry',
+        'Make a failed alarm active again, its failures forgotten, due now',
+        '200',
+        'The active alarm.',
+        'The alarm has not failed.',
+      ),
+      '/v1/alarms/{id}/wakes': {
+        parameters: [idParam('id', 'The alarm id.')],
+        get: {
+          summary: 'The alarm’s wakes, newest first',
+          parameters: listParams(WAKE_STATUSES),
+          responses: {
+            '200': pageAnswer('wakes', 'Wake'),
+            ...ERRORS,
+            '404': problemResponse('No such alarm.'),
+          },
+        },
+      },
       '/v1/wakes': {
         get: {
-          summary: 'List your wakes (one per fire), newest first',
-          parameters: listParams(WAKE_STATUSES),
+          summary: 'List your wakes (one per fire), newest first; the filters combine',
+          parameters: [
+            ...listParams(WAKE_STATUSES),
+            {
+              name: 'alarm_id',
+              in: 'query',
+              schema: { type: 'string' },
+              description: 'Only this alarm’s wakes.',
+            },
+            {
+              name: 'conversation_id',
+              in: 'query',
+              schema: { type: 'string' },
+              description: 'Only this conversation’s.',
+            },
+          ],
           responses: {
             '200': pageAnswer('wakes', 'Wake'),
             ...ERRORS,
@@ -196,6 +352,24 @@ export function openApiDocument(): Record<string, unknown> {
           summary: 'One wake',
           responses: {
             '200': itemAnswer('wake', 'The wake.'),
+            ...ERRORS,
+            '404': problemResponse('No such wake.'),
+          },
+        },
+      },
+      '/v1/wakes/{id}/attempts': {
+        parameters: [idParam('id', 'The wake id.')],
+        get: {
+          summary: 'Every delivery attempt of a wake, oldest first',
+          responses: {
+            '200': {
+              description: 'The attempts.',
+              content: {
+                'application/json': {
+                  schema: envelope({ attempts: { type: 'array', items: ref('Attempt') } }, ['attempts']),
+                },
+              },
+            },
             ...ERRORS,
             '404': problemResponse('No such wake.'),
           },

@@ -49,8 +49,16 @@ describeEachBackend('HTTP: operations', ({ t }) => {
       [
         '/v1/alarms',
         '/v1/alarms/{id}',
+        '/v1/alarms/batch',
+        '/v1/alarms/bulk-cancel',
+        '/v1/alarms/{id}/pause',
+        '/v1/alarms/{id}/resume',
+        '/v1/alarms/{id}/fire',
+        '/v1/alarms/{id}/retry',
+        '/v1/alarms/{id}/wakes',
         '/v1/wakes',
         '/v1/wakes/{id}',
+        '/v1/wakes/{id}/attempts',
         '/v1/wakes/{id}/ack',
         '/v1/conversations/{conversation_id}/replies',
         '/healthz',
@@ -65,6 +73,13 @@ describeEachBackend('HTTP: operations', ({ t }) => {
     expect(create.properties.in_seconds).toMatchObject({ type: 'integer', minimum: 1, maximum: 315_360_000 });
     expect(doc.components.schemas.AckWake.required).toEqual(['note']);
     expect(Object.keys(doc.components.schemas.Alarm.properties)).toContain('next_fire_at');
+    expect(Object.keys(doc.webhooks).sort()).toEqual(
+      ['alarm.fired', 'alarm.nudge', 'wake.acknowledged', 'wake.escalated'].sort(),
+    );
+    expect(doc.components.schemas.WakeBody.required).toEqual(
+      expect.arrayContaining(['require_ack', 'trigger', 'instructions']),
+    );
+    expect(doc.paths['/v1/alarms/{id}/fire'].post.responses['202']).toBeDefined();
   });
 
   it('every answer carries a request id: the caller’s own when sane, a fresh one otherwise', async () => {

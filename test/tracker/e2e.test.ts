@@ -1,3 +1,4 @@
+import { escalationBodySchema, receiptBodySchema, wakeBodySchema } from '../../src/wire/webhooks.js';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
@@ -86,11 +87,14 @@ describeEachBackend('tracker end to end, over real HTTP', ({ t }) => {
     const wakeId: string = JSON.parse(fired.body).wake_id;
     expectSigned(fired, wakeId);
     expect(JSON.parse(fired.body)).toMatchObject({ type: 'alarm.fired', alarm_id: alarmId });
+    // Every body sent is the one the OpenAPI document's webhooks describe, key for key.
+    expect(wakeBodySchema.safeParse(JSON.parse(fired.body)).error).toBeUndefined();
 
     // Nobody answers: the nudge, to the router.
     await router.waitFor(2);
     const nudge = router.requests[1]!;
     expectSigned(nudge, `${wakeId}:nudge`);
+    expect(wakeBodySchema.safeParse(JSON.parse(nudge.body)).error).toBeUndefined();
     expect(JSON.parse(nudge.body)).toMatchObject({
       type: 'alarm.nudge',
       wake_id: wakeId,
@@ -103,6 +107,7 @@ describeEachBackend('tracker end to end, over real HTTP', ({ t }) => {
     await fallback.waitFor(1);
     const escalation = fallback.requests[0]!;
     expectSigned(escalation, `${wakeId}:escalation`);
+    expect(escalationBodySchema.safeParse(JSON.parse(escalation.body)).error).toBeUndefined();
     expect(JSON.parse(escalation.body)).toMatchObject({
       type: 'wake.escalated',
       wake_id: wakeId,
@@ -142,6 +147,7 @@ describeEachBackend('tracker end to end, over real HTTP', ({ t }) => {
     await fallback.waitFor(2);
     const receipt = fallback.requests[1]!;
     expectSigned(receipt, `${wakeId}:receipt`);
+    expect(receiptBodySchema.safeParse(JSON.parse(receipt.body)).error).toBeUndefined();
     expect(JSON.parse(receipt.body)).toEqual({
       type: 'wake.acknowledged',
       wake_id: wakeId,
