@@ -133,6 +133,11 @@ const timerForm: Form<LibraryField> = {
       expected: KEY_EXPECTED,
     },
     queue: { schema: z.string().regex(QUEUE_NAME), expected: SPEC_RULES.queue.expected },
+    // A Date is taken as it is (an invalid one is refused here, as a bad string is later).
+    at: {
+      schema: z.union([z.string(), z.date().refine((d) => !Number.isNaN(d.getTime()))]),
+      expected: SPEC_RULES.at.expected.replace('like', 'or a Date, like'),
+    },
     owner: { schema: z.string(), expected: OWNER_EXPECTED },
   },
   aliases: { ...SPEC_ALIASES, idempotencykey: 'idempotencyKey', name: 'idempotencyKey' },
@@ -278,11 +283,7 @@ function readTimers(specs: readonly unknown[], prefix: string): { owner: Owner; 
   const errors: FieldError[] = [];
   const items = specs.map((input, i) => {
     const path = prefix === '' ? '' : `${prefix}.${i}`;
-    const timer =
-      typeof input === 'object' && input !== null && (input as TimerSpec).at instanceof Date
-        ? { ...input, at: isoOrInvalid((input as { at: Date }).at) }
-        : input;
-    const read = formErrors(timer, timerForm, {
+    const read = formErrors(input, timerForm, {
       path,
       noun: 'spec',
       required: ['idempotencyKey'],
@@ -300,11 +301,6 @@ function readTimers(specs: readonly unknown[], prefix: string): { owner: Owner; 
   });
   if (errors.length > 0) throw invalidFields(errors);
   return items;
-}
-
-/** A Date as RFC 3339, or itself when it is not a valid one (refused by the `at` rule). */
-function isoOrInvalid(date: Date): string | Date {
-  return Number.isNaN(date.getTime()) ? date : date.toISOString();
 }
 
 function ownerOf(owner: unknown, path: string): Owner {

@@ -15,8 +15,8 @@ import { codePoints, isStorable } from './text.js';
 /** A new alarm, or the fields of one to change (all optional). */
 export interface AlarmSpec {
   label?: string;
-  /** A one-shot's instant: RFC 3339 with an offset. */
-  at?: string;
+  /** A one-shot's instant: RFC 3339 with an offset (or, from the library, a Date). */
+  at?: string | Date;
   /** A one-shot's delay from now, in whole seconds. */
   inSeconds?: number;
   /** A repeating schedule: 5-field cron, a descriptor, or `@every <duration>`. */

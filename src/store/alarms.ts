@@ -145,6 +145,10 @@ export interface InsertQuotas {
 //   is inserted when the batch ($22 alarms) would overrun either.
 // - An idempotency key the owner already has inserts nothing for that alarm (the unique index
 //   decides, so concurrent creates agree); the caller reads the existing alarm back.
+// - It answers the ids written, each payload as stored (JSONB's text: what every later read
+//   shows) and the time (now()) they were written, not the whole rows: the caller has every
+//   other column already, and for 50,000 alarms formatting and parsing them all back cost more
+//   than the insert.
 // - One notification per queue with an alarm due within $18 ms, however many there are.
 const insertMany = sql(
   'alarms_insert_many',
@@ -175,14 +179,15 @@ const insertMany = sql(
      WHERE ($20 = 0 OR quota.recent + $22 <= $20) AND ($21 = 0 OR quota.active + $22 <= $21)
      ORDER BY u.ord
      ON CONFLICT (owner_did, idempotency_key) WHERE idempotency_key <> '' DO NOTHING
-     RETURNING ${COLUMNS}
+     RETURNING id, next_fire_at, queue, payload
    ), notified AS (
      SELECT pg_notify('chronos_due', q.queue)
      FROM (SELECT DISTINCT queue FROM ins
            WHERE next_fire_at <= now() + $18::int * interval '1 millisecond') q
    )
-   SELECT ins.*, quota.recent AS quota_recent, quota.rate_reset_s AS quota_rate_reset_s,
-     quota.active AS quota_active, (SELECT count(*) FROM notified)::int AS notified
+   SELECT ins.id::text AS id, ins.payload::text AS payload, now() AS created_at, quota.recent AS quota_recent,
+     quota.rate_reset_s AS quota_rate_reset_s, quota.active AS quota_active,
+     (SELECT count(*) FROM notified)::int AS notified
    FROM quota LEFT JOIN ins ON true`,
 );
 
@@ -223,30 +228,34 @@ export async function alarmsInsert(
   const n = alarms.length;
   if (n === 0) return { results: [] };
   const ids = new Array<string>(n);
-  const cols = Array.from({ length: 15 }, () => new Array<unknown>(n));
-  for (let i = 0; i < n; i++) {
-    const a = alarms[i]!;
-    ids[i] = newRowId();
-    cols[0]![i] = a.ownerDid;
-    cols[1]![i] = a.userId;
-    cols[2]![i] = a.label;
-    cols[3]![i] = a.kind;
-    cols[4]![i] = a.fireAt === null ? null : a.fireAt.getTime();
-    cols[5]![i] = a.cronExpr;
-    cols[6]![i] = a.timezone;
-    cols[7]![i] = a.nextFireAt.getTime();
-    cols[8]![i] = a.conversationId;
-    cols[9]![i] = a.wakeMessage;
-    cols[10]![i] = a.payload;
-    cols[11]![i] = a.idempotencyKey;
-    cols[12]![i] = a.maxFailures;
-    cols[13]![i] = a.requireAck;
-    cols[14]![i] = a.queue;
-  }
+  for (let i = 0; i < n; i++) ids[i] = newRowId();
+  const col = <T>(f: (a: NewAlarm) => T) => alarms.map(f);
+  const cols = [
+    col((a) => a.ownerDid),
+    col((a) => a.userId),
+    col((a) => a.label),
+    col((a) => a.kind),
+    col((a) => (a.fireAt === null ? null : a.fireAt.getTime())),
+    col((a) => a.cronExpr),
+    col((a) => a.timezone),
+    col((a) => a.nextFireAt.getTime()),
+    col((a) => a.conversationId),
+    col((a) => a.wakeMessage),
+    col((a) => a.payload),
+    col((a) => a.idempotencyKey),
+    col((a) => a.maxFailures),
+    col((a) => a.requireAck),
+    col((a) => a.queue),
+  ];
   const quotaOwner = quotas.maxActiveAlarms > 0 || quotas.createRatePerMinute > 0 ? quotas.ownerDid : null;
-  const rows = await ex.query<
-    AlarmRow & { quota_recent: number; quota_rate_reset_s: number | null; quota_active: number }
-  >(insertMany, [
+  const rows = await ex.query<{
+    id: string | null;
+    payload: string;
+    created_at: Date;
+    quota_recent: number;
+    quota_rate_reset_s: number | null;
+    quota_active: number;
+  }>(insertMany, [
     ids,
     ...cols,
     source,
@@ -266,13 +275,16 @@ export async function alarmsInsert(
     }
     if (max > 0 && first.quota_active + n > max) return { quota: 'max_active_alarms' };
   }
-  const inserted = new Map<string, Alarm>();
-  for (const row of rows) if (row.id) inserted.set(row.id, toAlarm(row));
+  const inserted = new Map<string, string>();
+  for (const row of rows) if (row.id) inserted.set(row.id, row.payload);
+  const createdAt = first!.created_at;
   const results = new Array<{ alarm: Alarm; deduped: boolean }>(n);
   const missing: number[] = [];
   for (let i = 0; i < n; i++) {
-    const alarm = inserted.get(ids[i]!);
-    if (alarm) results[i] = { alarm, deduped: false };
+    const id = ids[i]!;
+    const payload = inserted.get(id);
+    if (payload !== undefined)
+      results[i] = { alarm: written(alarms[i]!, id, payload, source, createdAt), deduped: false };
     else missing.push(i);
   }
   if (missing.length > 0) {
@@ -290,6 +302,39 @@ export async function alarmsInsert(
 }
 
 const keyOf = (ownerDid: string, key: string) => `${ownerDid}\u0000${key}`;
+
+/** An alarm as the insert wrote it: the columns' defaults filled in, the payload as stored. */
+function written(a: NewAlarm, id: string, payload: string, source: AlarmSource, createdAt: Date): Alarm {
+  return {
+    id,
+    ownerDid: a.ownerDid,
+    userId: a.userId,
+    label: a.label,
+    kind: a.kind,
+    fireAt: a.fireAt,
+    cronExpr: a.cronExpr,
+    timezone: a.timezone,
+    nextFireAt: a.nextFireAt,
+    scheduledFor: a.nextFireAt,
+    conversationId: a.conversationId,
+    wakeMessage: a.wakeMessage,
+    payload: new RawJson(payload),
+    status: 'active',
+    idempotencyKey: a.idempotencyKey,
+    maxFailures: a.maxFailures,
+    failureCount: 0,
+    lastError: '',
+    claimedAt: null,
+    requireAck: a.requireAck,
+    source,
+    queue: a.queue,
+    trigger: 'schedule',
+    heldOccurrence: null,
+    createdAt,
+    updatedAt: createdAt,
+    lastFiredAt: null,
+  };
+}
 
 /** The alarms with these idempotency keys, by `owner\0key`; pairs with no alarm are absent. */
 export async function alarmsGetByKeys(
