@@ -296,7 +296,18 @@ export class MultiHost {
         callback?: ((err: Error) => void) | ((err: null, c: pg.Client) => void),
       ): Promise<pg.Client> | void {
         const connecting = (async () => {
-          const host = await owner.#pick();
+          // The connect timeout the pool gave (CHRONOS_DB_CONNECT_TIMEOUT) bounds the probe and
+          // the connection together, so a request still fails within it.
+          const internals = this as unknown as { _connectionTimeoutMillis: number };
+          const budgetMs = internals._connectionTimeoutMillis;
+          const started = Date.now();
+          const host = budgetMs > 0 ? await withDeadline(owner.#pick(), budgetMs) : await owner.#pick();
+          if ((this.connection as unknown as { stream: { destroyed: boolean } }).stream.destroyed) {
+            // The pool gave up on this client meanwhile (its connection timeout).
+            throw new Error('Connection terminated due to connection timeout');
+          }
+          if (budgetMs > 0)
+            internals._connectionTimeoutMillis = Math.max(1, budgetMs - (Date.now() - started));
           // node-postgres reads host and port when it opens the socket, not before.
           this.host = host.host;
           this.port = host.port;
@@ -326,6 +337,19 @@ export class MultiHost {
         );
       }
     };
+  }
+}
+
+/** `promise`, or a "timeout expired" error after `ms` (the promise goes on for whoever else waits). */
+async function withDeadline<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timeout expired while choosing a host (${ms} ms)`)), ms);
+  });
+  try {
+    return await Promise.race([promise, deadline]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 

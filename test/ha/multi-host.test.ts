@@ -91,6 +91,24 @@ describePostgresOnly('several real servers at once', 'multi-host connections', (
     expect(Date.now() - started).toBeGreaterThanOrEqual(2_000);
   });
 
+  it("fails a request within the pool's connect timeout while a hung host holds up the probe", async () => {
+    const hosts = MultiHost.fromUrl(
+      urlOf([`127.0.0.1:${silentPort}`, primary], 'target_session_attrs=read-write&connect_timeout=10'),
+    );
+    const pool = new pg.Pool({ ...hosts.poolConfig(), max: 2, connectionTimeoutMillis: 1_000 });
+    pool.on('error', () => {});
+    pools.push(pool);
+    const started = Date.now();
+
+    const error = await pool.query('SELECT 1').then(
+      () => null,
+      (e: Error) => e,
+    );
+
+    expect(error?.message).toMatch(/timeout/);
+    expect(Date.now() - started).toBeLessThan(5_000);
+  });
+
   it('passes over a read-only server for read-write, and takes it for any and read-only', async () => {
     const readOnlyHost = `127.0.0.1:${readOnly.port}`;
     const readWrite = MultiHost.fromUrl(urlOf([readOnlyHost, primary]));
