@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { isFailoverError } from './multi-host.js';
+import { isChronosError } from '../errors.js';
+import { storeError } from './db.js';
+import { hostEventLog, isFailoverError, NoHostError } from './multi-host.js';
 
 const withCode = (code: string, message = 'x') => Object.assign(new Error(message), { code });
 
@@ -42,5 +44,51 @@ describe('isFailoverError', () => {
     ['nothing', undefined],
   ])('leaves alone %s', (_, error) => {
     expect(isFailoverError(error)).toBe(false);
+  });
+});
+
+describe('storeError during a failover', () => {
+  it.each([
+    [
+      'no listed host qualifying',
+      new NoHostError('no listed host accepts read-write sessions: h1:5432 (a standby)'),
+    ],
+    [
+      'a write on a server that turned read-only',
+      withCode('25006', 'cannot execute INSERT in a read-only transaction'),
+    ],
+    [
+      'the pool timing out while a host is chosen',
+      new Error('timeout expired while choosing a host (5000 ms)'),
+    ],
+  ])('is "unavailable" (503, try again) for %s, not an unknown error', (_, error) => {
+    expect(isChronosError(storeError(error), 'unavailable')).toBe(true);
+  });
+});
+
+describe('hostEventLog', () => {
+  it('logs a change at info, a loss at warn, and "no host" at most once per interval', () => {
+    const lines: { level: string; fields: Record<string, unknown>; message: string }[] = [];
+    const logger = {
+      info: (fields: object, message: string) =>
+        lines.push({ level: 'info', fields: { ...fields }, message }),
+      warn: (fields: object, message: string) =>
+        lines.push({ level: 'warn', fields: { ...fields }, message }),
+    };
+    const log = hostEventLog(logger, 'DATABASE_URL', 60_000);
+    const h1 = { host: 'db1', port: 5432 };
+    const h2 = { host: 'db2', port: 5432 };
+    log({ type: 'chosen', host: h1, previous: null, probeMs: 3 });
+    log({ type: 'lost', host: h1, reason: 'Connection terminated unexpectedly' });
+    for (let i = 0; i < 5; i++) log({ type: 'none', reason: 'no listed host accepts read-write sessions' });
+    log({ type: 'chosen', host: h2, previous: h1, probeMs: 4 });
+
+    expect(lines.map((l) => `${l.level} ${l.message}`)).toEqual([
+      'info database host chosen: db1:5432',
+      'warn database host lost: db1:5432; looking for the one that qualifies',
+      'warn no listed host accepts read-write sessions',
+      'info database host changed: db1:5432 -> db2:5432',
+    ]);
+    expect(lines[3]!.fields).toMatchObject({ url: 'DATABASE_URL', host: 'db2:5432', previous: 'db1:5432' });
   });
 });

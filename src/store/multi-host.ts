@@ -33,7 +33,10 @@ import {
   type TargetSessionAttrs,
 } from './connection-string.js';
 
-/** What a multi-host pool reports about itself (for logs and `/readyz`). */
+/**
+ * What a multi-host pool reports about itself (for logs and `/readyz`). `previous` is the host
+ * chosen before this one (null the first time), even when it was lost in between.
+ */
 export type MultiHostEvent =
   | { type: 'chosen'; host: HostPort; previous: HostPort | null; probeMs: number }
   | { type: 'lost'; host: HostPort; reason: string }
@@ -57,7 +60,10 @@ export interface MultiHostStatus {
   host: string | null;
   targetSessionAttrs: TargetSessionAttrs;
   hosts: string[];
-  /** How many times the chosen host changed (the first choice counts as none). */
+  /**
+   * How many times another host than the one before was chosen (a failover); the first choice,
+   * and the same host chosen again after a lost connection, count as none.
+   */
   changes: number;
   /** Why the last probe found no host, when it did not. */
   lastError: string | null;
@@ -129,7 +135,8 @@ export class MultiHost {
   #probing: Promise<HostPort> | null = null;
   #lastFailure: { at: number; error: NoHostError } | null = null;
   #changes = 0;
-  #chosenOnce = false;
+  /** The host chosen last, kept while none is (a change is a choice of another host). */
+  #lastChosen: HostPort | null = null;
 
   constructor(parsed: ParsedConnectionString, options: MultiHostOptions = {}) {
     this.parsed = parsed;
@@ -249,9 +256,10 @@ export class MultiHost {
     this.#current = host;
     this.#lastFailure = null;
     this.#next = this.parsed.hosts.findIndex((h) => sameHost(h, host));
-    if (this.#chosenOnce) this.#changes += 1;
-    this.#chosenOnce = true;
-    this.#emit({ type: 'chosen', host, previous, probeMs: Date.now() - started });
+    const before = previous ?? this.#lastChosen;
+    if (before && !sameHost(before, host)) this.#changes += 1;
+    this.#lastChosen = host;
+    this.#emit({ type: 'chosen', host, previous: before, probeMs: Date.now() - started });
     return host;
   }
 
@@ -406,4 +414,58 @@ function reasonOf(error: unknown): string {
       : error.message;
   }
   return String(error);
+}
+
+/** The two levels `hostEventLog` writes at (a pino logger is one). */
+interface HostEventSink {
+  info(fields: object, message: string): void;
+  warn(fields: object, message: string): void;
+}
+
+/**
+ * Logs what a MultiHost reports: a host chosen (info), a host lost (warn), no host qualifying
+ * (warn, at most once every `noneEveryMs`, with how many were not logged since). `url` names the
+ * setting the hosts came from (`DATABASE_URL`, `CHRONOS_LISTEN_URL`). Host names and ports only:
+ * a MultiHost's reasons never contain the password.
+ */
+export function hostEventLog(
+  logger: HostEventSink,
+  url: string,
+  noneEveryMs = 5_000,
+): (event: MultiHostEvent) => void {
+  let lastNoneAt = -Infinity;
+  let unlogged = 0;
+  return (event) => {
+    switch (event.type) {
+      case 'chosen': {
+        const host = describeHost(event.host);
+        const previous = event.previous ? describeHost(event.previous) : null;
+        const moved = previous !== null && previous !== host;
+        logger.info(
+          { url, host, previous, probeMs: event.probeMs },
+          moved ? `database host changed: ${previous} -> ${host}` : `database host chosen: ${host}`,
+        );
+        lastNoneAt = -Infinity;
+        unlogged = 0;
+        return;
+      }
+      case 'lost':
+        logger.warn(
+          { url, host: describeHost(event.host), reason: event.reason },
+          `database host lost: ${describeHost(event.host)}; looking for the one that qualifies`,
+        );
+        return;
+      case 'none': {
+        const now = Date.now();
+        if (now - lastNoneAt < noneEveryMs) {
+          unlogged += 1;
+          return;
+        }
+        logger.warn({ url, reason: event.reason, notLoggedSince: unlogged }, event.reason);
+        lastNoneAt = now;
+        unlogged = 0;
+        return;
+      }
+    }
+  };
 }
