@@ -7,9 +7,11 @@ import { createServer, type Server, type Socket } from 'node:net';
 import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { describeHost } from '../../src/store/connection-string.js';
+import { PgDb, sql } from '../../src/store/db.js';
 import { isFailoverError, MultiHost, type MultiHostEvent } from '../../src/store/multi-host.js';
 import { freePort } from '../cli/support.js';
 import { PrivateCluster } from '../scenarios/support/cluster.js';
+import { waitUntil } from '../scenarios/support/scenario.js';
 import { describePostgresOnly } from '../support/backends.js';
 import { createTestDatabase, type TestDatabase } from '../support/databases.js';
 
@@ -175,6 +177,46 @@ describePostgresOnly('several real servers at once', 'multi-host connections', (
       expect(describeHost({ host: listener.host, port: listener.port })).toBe(primary);
     } finally {
       await listener.end();
+    }
+  });
+
+  it('the store on a multi-host URL writes and LISTENs on the writable host, and says which it is', async () => {
+    const readOnlyHost = `127.0.0.1:${readOnly.port}`;
+    const events: MultiHostEvent[] = [];
+    const db = PgDb.connect(urlOf([readOnlyHost, primary]), 4, { onHostEvent: (e) => events.push(e) });
+    const heard: string[] = [];
+    try {
+      const stop = await db.listen('ha_store_multi_host', (payload) => heard.push(payload));
+      const write = sql('ha_store_write', 'CREATE TABLE IF NOT EXISTS ha_store (n int)');
+      await db.transaction((tx) => tx.query(write));
+      await waitUntil(
+        async () => {
+          await db.query(sql('ha_store_notify', "SELECT pg_notify('ha_store_multi_host', 'hello')"));
+          return heard.includes('hello');
+        },
+        { timeoutMs: 10_000, what: 'the notification' },
+      );
+      await stop();
+      expect(db.status()).toMatchObject({
+        host: primary,
+        hosts: [readOnlyHost, primary],
+        targetSessionAttrs: 'read-write',
+        changes: 0,
+      });
+      expect(events.filter((e) => e.type === 'chosen')).toHaveLength(1);
+    } finally {
+      await db.close();
+    }
+  });
+
+  it('a one-host URL stays a plain pool, and the store reports that host', async () => {
+    const db = PgDb.connect(t.url!, 2);
+    try {
+      await db.query(sql('ha_store_one', 'SELECT 1'));
+      expect(db.status()).toMatchObject({ host: primary, hosts: [primary], changes: 0 });
+      expect(db.pool.options.Client).toBeUndefined();
+    } finally {
+      await db.close();
     }
   });
 });

@@ -8,6 +8,7 @@
  */
 import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { PgDb, sql } from '../../src/store/db.js';
 import { MultiHost } from '../../src/store/multi-host.js';
 import { freePort } from '../cli/support.js';
 import { PgBouncer } from '../scenarios/support/pgbouncer.js';
@@ -153,6 +154,49 @@ describePostgresOnly(
       );
       expect(rows[0]!.channels).toEqual(['ha_bouncer_channel']);
       await notifier.query('UNLISTEN *');
+    });
+
+    it('runs the store with pooler "transaction": statements unnamed, so many clients share one server connection', async () => {
+      const db = PgDb.connect(single.url(database), 8, { pooler: 'transaction' });
+      const plusOne = sql('ha_bouncer_plus_one', 'SELECT $1::int + 1 AS n');
+      try {
+        const sums = await Promise.all(
+          Array.from({ length: 100 }, (_, i) =>
+            (i % 2 === 0
+              ? db.query<{ n: number }>(plusOne, [i])
+              : db.transaction((tx) => tx.query<{ n: number }>(plusOne, [i]))
+            ).then((rows) => rows[0]!.n),
+          ),
+        );
+        expect(sums).toEqual(Array.from({ length: 100 }, (_, i) => i + 1));
+        expect(db.named).toBe(false);
+      } finally {
+        await db.close();
+      }
+    });
+
+    it('LISTENs through the direct URL when given, and not at all without one (its callers poll)', async () => {
+      const withDirect = PgDb.connect(bouncer.url(database), 2, { pooler: 'transaction', listenUrl: t.url! });
+      const without = PgDb.connect(bouncer.url(database), 2, { pooler: 'transaction' });
+      const heard: string[] = [];
+      try {
+        expect([withDirect.listening, without.listening]).toEqual(['listenUrl', 'none']);
+        const stop = await withDirect.listen('ha_bouncer_direct', (payload) => heard.push(payload));
+        const stopNothing = await without.listen('ha_bouncer_direct', () => expect.unreachable());
+        await waitUntil(
+          async () => {
+            // NOTIFY through PgBouncer: committed by whichever server connection, heard directly.
+            await without.query(sql('ha_bouncer_notify', "SELECT pg_notify('ha_bouncer_direct', 'due')"));
+            return heard.includes('due');
+          },
+          { timeoutMs: 10_000, what: 'the notification on the direct connection' },
+        );
+        await stop();
+        await stopNothing();
+      } finally {
+        await withDirect.close();
+        await without.close();
+      }
     });
 
     it('lets the multi-host client check a host through PgBouncer (by query: PgBouncer does not pass in_hot_standby on)', async () => {
