@@ -78,6 +78,11 @@ export class PgBouncer {
     }
   }
 
+  /** The pgbouncer process (for its CPU time); undefined once stopped. */
+  get pid(): number | undefined {
+    return this.#child?.pid;
+  }
+
   /** A URL for `database` through PgBouncer. */
   url(database: string, user = this.options.users[0]!): string {
     return `postgres://${encodeURIComponent(user)}@127.0.0.1:${this.port}/${database}`;
