@@ -60,7 +60,7 @@ const counts = sql(
   'bench_drain_counts',
   `SELECT count(*) FILTER (WHERE status = 'fired')::int AS fired, count(*)::int AS total FROM chronos.alarms`,
 );
-const wipe = `TRUNCATE chronos.alarms, wakes, wake_attempts`;
+const wipe = `TRUNCATE chronos.alarms, chronos.wakes, chronos.wake_attempts`;
 
 async function openChronos(bench: BenchDatabase): Promise<Chronos> {
   return bench.kind === 'postgres'

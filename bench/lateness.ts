@@ -91,7 +91,7 @@ const firedCount = sql(
   'bench_lateness_fired',
   `SELECT count(*)::int AS n FROM chronos.alarms WHERE status = 'fired'`,
 );
-const wipe = 'TRUNCATE chronos.alarms, wakes, wake_attempts';
+const wipe = 'TRUNCATE chronos.alarms, chronos.wakes, chronos.wake_attempts';
 
 async function openChronos(bench: BenchDatabase): Promise<Chronos> {
   return bench.kind === 'postgres'

@@ -38,7 +38,7 @@ const COUNTS = (
   .split(',')
   .map(Number);
 
-const truncate = sql('bench_scale_truncate', 'TRUNCATE chronos.alarms, wakes, wake_attempts');
+const truncate = sql('bench_scale_truncate', 'TRUNCATE chronos.alarms, chronos.wakes, chronos.wake_attempts');
 const fired = sql(
   'bench_scale_fired',
   `SELECT count(*)::int AS n FROM chronos.alarms WHERE status = 'fired'`,
