@@ -3,9 +3,10 @@
  * accepts writes — and finds another when it stops qualifying (a failover), without a restart.
  *
  * `MultiHost` owns the choice. Its `Client` class is given to `pg.Pool` (`{ Client }`) and to
- * any dedicated connection (LISTEN): each new connection goes to the host chosen last; when none
- * is chosen, the hosts are probed in order, starting after the one that failed last, each within
- * the per-host connect timeout. A connection is checked as libpq checks it: for `read-write`,
+ * any dedicated connection (LISTEN): each new connection goes to the host chosen last while a
+ * connection to it is open; when none is chosen, or every connection to the chosen one has closed
+ * (an idle pool cannot have seen it die), the hosts are probed in order, starting with that one
+ * or after the one that failed last, each within the per-host connect timeout. A connection is checked as libpq checks it: for `read-write`,
  * the session must not be read-only (`default_transaction_read_only` and `in_hot_standby`, which
  * PostgreSQL 14+ reports at start-up; on older servers and through PgBouncer, one `SELECT`).
  *
@@ -137,6 +138,8 @@ export class MultiHost {
   #changes = 0;
   /** The host chosen last, kept while none is (a change is a choice of another host). */
   #lastChosen: HostPort | null = null;
+  /** Connections of this MultiHost's `Client` open now, by `host:port`. */
+  readonly #open = new Map<string, number>();
 
   constructor(parsed: ParsedConnectionString, options: MultiHostOptions = {}) {
     this.parsed = parsed;
@@ -205,11 +208,16 @@ export class MultiHost {
     return this.parsed.connectTimeoutMs ?? this.#options.connectTimeoutMs ?? 5_000;
   }
 
-  /** The chosen host, or the result of one probe shared by every connection that asks meanwhile. */
+  /**
+   * The chosen host while a connection to it is open (one that died would have said so), or the
+   * result of one probe shared by every connection that asks meanwhile.
+   */
   async #pick(): Promise<HostPort> {
-    if (this.#current) return this.#current;
+    if (this.#current && (this.#open.get(describeHost(this.#current)) ?? 0) > 0) return this.#current;
     const failure = this.#lastFailure;
-    if (failure && Date.now() - failure.at < (this.#options.probeBackoffMs ?? 200)) throw failure.error;
+    if (!this.#current && failure && Date.now() - failure.at < (this.#options.probeBackoffMs ?? 200)) {
+      throw failure.error;
+    }
     this.#probing ??= this.#probe().finally(() => {
       this.#probing = null;
     });
@@ -240,6 +248,8 @@ export class MultiHost {
         reasons.push(`${describeHost(host)} (${verdict})`);
       } catch (error) {
         reasons.push(`${describeHost(host)} (${reasonOf(error)})`);
+        // The host chosen before, found gone while the pool was idle.
+        if (this.#current && sameHost(this.#current, host)) this.lost(host, error);
       } finally {
         await client.end().catch(() => {});
       }
@@ -255,6 +265,8 @@ export class MultiHost {
     const previous = this.#current;
     this.#current = host;
     this.#lastFailure = null;
+    // The chosen host confirmed after an idle spell: nothing to report.
+    if (previous && sameHost(previous, host)) return host;
     this.#next = this.parsed.hosts.findIndex((h) => sameHost(h, host));
     const before = previous ?? this.#lastChosen;
     if (before && !sameHost(before, host)) this.#changes += 1;
@@ -336,6 +348,13 @@ export class MultiHost {
             throw error;
           }
           this.multiHostTarget = host;
+          const key = describeHost(host);
+          owner.#open.set(key, (owner.#open.get(key) ?? 0) + 1);
+          this.once('end', () => {
+            const left = (owner.#open.get(key) ?? 1) - 1;
+            if (left > 0) owner.#open.set(key, left);
+            else owner.#open.delete(key);
+          });
           return this as pg.Client;
         })();
         if (!callback) return connecting;

@@ -3,7 +3,7 @@
  * down, one that accepts TCP but never answers, one that is read-only, and the test PostgreSQL
  * as the writable one. (The failover itself, with pg_auto_failover, is in failover.test.ts.)
  */
-import { createServer, type Server, type Socket } from 'node:net';
+import { connect as connectTcp, createServer, type Server, type Socket } from 'node:net';
 import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { describeHost } from '../../src/store/connection-string.js';
@@ -178,6 +178,38 @@ describePostgresOnly('several real servers at once', 'multi-host connections', (
     } finally {
       await listener.end();
     }
+  });
+
+  it('an idle pool whose host went away meanwhile tries the next host instead of failing once', async () => {
+    // A proxy to the test PostgreSQL stands for a primary that dies while no connection is open.
+    const sockets = new Set<Socket>();
+    const proxy = createServer((client) => {
+      const upstream = connectTcp(Number(primary.split(':')[1]), primary.split(':')[0]);
+      for (const socket of [client, upstream]) {
+        sockets.add(socket);
+        socket.on('error', () => {});
+        socket.on('close', () => sockets.delete(socket));
+      }
+      client.pipe(upstream).pipe(client);
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    const proxied = `127.0.0.1:${(proxy.address() as { port: number }).port}`;
+    const events: MultiHostEvent[] = [];
+    const hosts = MultiHost.fromUrl(urlOf([proxied, primary]), { onEvent: (e) => events.push(e) });
+    const pool = new pg.Pool({ ...hosts.poolConfig(), max: 2, idleTimeoutMillis: 50 });
+    pool.on('error', () => {});
+    hosts.watch(pool);
+    pools.push(pool);
+    await pool.query('SELECT 1');
+    expect(hosts.status().host).toBe(proxied);
+    await waitUntil(() => pool.totalCount === 0, { timeoutMs: 5_000, what: 'the pool to go idle' });
+    for (const socket of sockets) socket.destroy();
+    await new Promise<void>((resolve) => proxy.close(() => resolve()));
+
+    await pool.query('SELECT 1');
+
+    expect(hosts.status()).toMatchObject({ host: primary, changes: 1 });
+    expect(events.map((e) => e.type)).toEqual(['chosen', 'lost', 'chosen']);
   });
 
   it('the store on a multi-host URL writes and LISTENs on the writable host, and says which it is', async () => {
