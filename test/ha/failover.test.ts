@@ -31,7 +31,7 @@ if (skip)
 
 /**
  * A LISTEN connection that re-connects through `MultiHost.connect()` when it is lost, as
- * PgListener will: what the store's listener does, reduced to what the test needs.
+ * the store's PgListener does, reduced to what the test needs.
  */
 class Listener {
   readonly heard: string[] = [];
