@@ -282,10 +282,11 @@ export class ChronosService {
   }
 }
 
-/** A store error's own message, or its cause's (the driver's) when the store wrapped it. */
+/** The driver's message (what the store wrapped: `connect ECONNREFUSED …`, which hosts failed), else the error's. */
 function reasonOf(error: unknown): string {
   const cause = (error as { cause?: unknown }).cause;
-  return cause instanceof Error ? cause.message : (error as Error).message;
+  const driver = cause instanceof Error ? cause.message || (cause as { code?: string }).code : undefined;
+  return driver || (error as Error).message;
 }
 
 async function openStore(
