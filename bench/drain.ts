@@ -11,10 +11,18 @@
  * backends' — since on a shared machine it varies far less than wall time.
  *
  *   npx tsx bench/drain.ts [--backend=postgres|pglite|both] [--count=5000] [--runs=5] [--grid=200x400,...]
+ *
+ * `--pgbouncer` (PostgreSQL only; issue 16) measures instead what a transaction pooler costs:
+ * three library instances on one database — direct with named statements (the default), direct
+ * with unnamed ones (`pooler: 'transaction'`), and through a real PgBouncer in transaction mode
+ * (Debian's, test/scenarios/support/pgbouncer.ts, 20 server connections) with unnamed statements
+ * and LISTEN on the direct URL — drained in turn, run after run, so the machine's drift falls on
+ * all three alike. PgBouncer's own CPU is counted too. Result: bench/results/drain-pgbouncer.json.
  */
 import { performance } from 'node:perf_hooks';
 import { createChronos, type Chronos, type WorkOptions } from '../src/library.js';
 import { LiteDb, sql } from '../src/store/db.js';
+import { PgBouncer } from '../test/scenarios/support/pgbouncer.js';
 import {
   backendsFromArgs,
   createBench,
@@ -25,6 +33,7 @@ import {
   sleep,
   backendCpu,
   backendCpuSince,
+  processCpuMs,
   writeResult,
   waitForQuiet,
   type BenchDatabase,
@@ -204,9 +213,99 @@ async function runBackend(kind: BenchDatabase['kind'], count: number, runs: numb
   return { backend: kind, count, runsPerConfig: runs, results };
 }
 
+/** Direct (named, then unnamed statements) against through PgBouncer, interleaved run by run. */
+async function runPgBouncer(count: number, runs: number) {
+  const bench = await createBench('postgres', 'drain_pgbouncer');
+  const url = new URL(bench.url!);
+  const bouncer = await PgBouncer.start({
+    serverHost: url.hostname,
+    serverPort: Number(url.port || 5432),
+    users: [decodeURIComponent(url.username)],
+    poolSize: 20,
+  });
+  const direct = bench.url!;
+  const variants = [
+    { label: 'direct, named statements (default)', chronos: await createChronos({ databaseUrl: direct }) },
+    {
+      label: 'direct, unnamed statements (pooler: transaction)',
+      chronos: await createChronos({ databaseUrl: direct, pooler: 'transaction', listenUrl: direct }),
+    },
+    {
+      label: 'PgBouncer 1.18, transaction mode (pooler: transaction, LISTEN direct)',
+      chronos: await createChronos({
+        databaseUrl: bouncer.url(url.pathname.slice(1)),
+        pooler: 'transaction',
+        listenUrl: direct,
+      }),
+    },
+  ];
+  const results = [];
+  try {
+    const configs: Config[] = [
+      { label: 'default (batch 200, concurrency 200)' },
+      { label: 'batch 500, concurrency 500', batchSize: 500, concurrency: 500 },
+    ];
+    for (const variant of variants) await drainOnce(bench, variant.chronos, Math.min(count, 1_000), {});
+    for (const { label: config, ...options } of configs) {
+      const all = new Map(variants.map((v) => [v.label, [] as (Run & { pgbouncerCpuUsPerFire: number })[]]));
+      for (let i = 0; i < runs; i++) {
+        for (const variant of variants) {
+          const bouncerBefore = processCpuMs(bouncer.pid!) ?? 0;
+          const run = await drainOnce(bench, variant.chronos, count, options);
+          const bouncerMs = (processCpuMs(bouncer.pid!) ?? 0) - bouncerBefore;
+          all
+            .get(variant.label)!
+            .push({ ...run, pgbouncerCpuUsPerFire: Math.round((bouncerMs * 1000) / count) });
+        }
+      }
+      for (const [variant, list] of all) {
+        const medianOf = (xs: number[]) => percentile(xs, 50);
+        const medianMs = medianOf(list.map((r) => r.recordedMs));
+        const summary = {
+          config,
+          variant,
+          options,
+          count,
+          medianMs,
+          firesPerSecond: Math.round((count / medianMs) * 1000),
+          bestMs: Math.min(...list.map((r) => r.recordedMs)),
+          cpuUsPerFire: {
+            worker: medianOf(list.map((r) => r.workerCpuUsPerFire)),
+            postgres: medianOf(list.map((r) => r.postgresCpuUsPerFire ?? Number.NaN)),
+            pgbouncer: medianOf(list.map((r) => r.pgbouncerCpuUsPerFire)),
+          },
+          runs: list,
+        };
+        results.push(summary);
+        log(
+          `${config} / ${variant}: median ${medianMs} ms (${summary.firesPerSecond} fires/s); runs ` +
+            `${list.map((r) => r.recordedMs).join(', ')}; CPU per fire ${JSON.stringify(summary.cpuUsPerFire)} µs`,
+        );
+      }
+    }
+  } finally {
+    for (const variant of variants) await variant.chronos.close();
+    await bouncer.stop();
+    await bench.drop();
+  }
+  return {
+    backend: 'postgres',
+    command: `npx tsx bench/drain.ts ${process.argv.slice(2).join(' ')}`,
+    count,
+    runsPerVariant: runs,
+    pgbouncer: { version: '1.18 (Debian 12)', poolMode: 'transaction', defaultPoolSize: 20 },
+    results,
+  };
+}
+
 const count = numberArg('count', 5_000);
 const runs = numberArg('runs', 5);
-for (const kind of backendsFromArgs()) {
-  const path = await writeResult(`drain-${kind}`, await runBackend(kind, count, runs));
+if (process.argv.includes('--pgbouncer')) {
+  const path = await writeResult('drain-pgbouncer', await runPgBouncer(count, runs));
   log(`wrote ${path}`);
+} else {
+  for (const kind of backendsFromArgs()) {
+    const path = await writeResult(`drain-${kind}`, await runBackend(kind, count, runs));
+    log(`wrote ${path}`);
+  }
 }

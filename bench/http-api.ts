@@ -13,6 +13,13 @@
  *                         [--name=<result file name>] [--serve-with=<server script, for experiments>]
  * The server inherits this environment (e.g. CHRONOS_CREATE_RATE=0 to measure without quotas).
  *
+ * `--pgbouncer` (issue 16): a second `chronos serve` on the same database through a real
+ * PgBouncer in transaction mode (Debian's 1.18, test/scenarios/support/pgbouncer.ts, 20 server
+ * connections: as many as one instance's pool, so it measures the hop rather than queueing), with
+ * `CHRONOS_DB_POOLER=transaction` and `CHRONOS_LISTEN_URL` direct; each run measures both servers
+ * in turn (creates direct, creates through PgBouncer, then the GETs), so drift falls on both.
+ * PgBouncer's CPU is counted with PostgreSQL's. Result: bench/results/http-api-pgbouncer.json.
+ *
  * Targets (issue 3): ≥ 1,500 creates/s with p99 ≤ 30 ms; ≥ 5,000 GET-by-id/s.
  */
 import { spawn } from 'node:child_process';
@@ -22,6 +29,7 @@ import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
 import { KeyService } from '../src/core/key-service.js';
 import { sql } from '../src/store/db.js';
+import { PgBouncer } from '../test/scenarios/support/pgbouncer.js';
 import {
   createPostgres,
   log,
@@ -39,6 +47,7 @@ const connections = numberArg('connections', 16);
 const owners = numberArg('owners', 256);
 const logLevel = process.argv.find((a) => a.startsWith('--log='))?.slice(6) ?? 'info';
 const runCount = numberArg('runs', 3);
+const viaPgBouncer = process.argv.includes('--pgbouncer');
 
 type Measured = Awaited<ReturnType<typeof measureCpu>>;
 
@@ -65,24 +74,31 @@ function cpuSeconds(pid: number | 'self'): number {
 interface CpuUse {
   server: number;
   client: number;
+  /** The database's backends, and PgBouncer when the server goes through it. */
   postgres: number;
 }
 
 /** CPU used by the server, this client and the database's backends, per request, in microseconds. */
-async function measureCpu(serverPid: number, backends: () => Promise<number[]>, work: () => Promise<Phase>) {
+async function measureCpu(
+  serverPid: number,
+  backends: () => Promise<number[]>,
+  work: () => Promise<Phase>,
+  bouncerPid?: number,
+) {
   // Backends opened during the phase count from zero.
   const backendsBefore = new Map((await backends()).map((pid) => [pid, cpuSeconds(pid)]));
+  const bouncer = () => (bouncerPid === undefined ? 0 : cpuSeconds(bouncerPid));
   const before: CpuUse = {
     server: cpuSeconds(serverPid),
     client: cpuSeconds('self'),
-    postgres: [...backendsBefore.values()].reduce((a, b) => a + b, 0),
+    postgres: [...backendsBefore.values()].reduce((a, b) => a + b, 0) + bouncer(),
   };
   const result = await work();
   const backendsAfter = new Set([...backendsBefore.keys(), ...(await backends())]);
   const after: CpuUse = {
     server: cpuSeconds(serverPid),
     client: cpuSeconds('self'),
-    postgres: [...backendsAfter].reduce((a, pid) => a + cpuSeconds(pid), 0),
+    postgres: [...backendsAfter].reduce((a, pid) => a + cpuSeconds(pid), 0) + bouncer(),
   };
   // Counted over warm-up and measurement alike: divide by every request sent.
   const per = (k: keyof CpuUse) => Math.round(((after[k] - before[k]) / result.sent) * 1e6);
@@ -145,41 +161,84 @@ async function phase(send: (i: number) => Promise<number>, ms: number, warmupMs 
   };
 }
 
-async function main(): Promise<void> {
-  const bench = await createPostgres('http');
+interface Server {
+  label: string;
+  pid: number;
+  client: Pool;
+  /** PgBouncer's pid, when the server goes through it. */
+  bouncerPid?: number;
+  stop(): Promise<void>;
+}
+
+/** `chronos serve` (or `entry`) as its own process with `env`, and a client pool for it, once ready. */
+async function startServer(
+  label: string,
+  entry: string | undefined,
+  env: Record<string, string>,
+): Promise<Server> {
   const port = await freePort();
-  // --serve-with=<script>: run another server entry instead of `chronos serve` (experiments).
-  const entry = process.argv.find((a) => a.startsWith('--serve-with='))?.slice('--serve-with='.length);
-  const server = spawn(process.execPath, entry ? ['--import', 'tsx', entry] : [BIN, 'serve'], {
-    env: {
-      ...process.env,
-      DATABASE_URL: bench.url!,
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      LOG_LEVEL: logLevel,
-    },
+  const child = spawn(process.execPath, entry ? ['--import', 'tsx', entry] : [BIN, 'serve'], {
+    env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: logLevel },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   const client = new Pool(`http://127.0.0.1:${port}`, { connections, pipelining: 1 });
+  const server: Server = {
+    label,
+    pid: child.pid!,
+    client,
+    stop: async () => {
+      await client.close();
+      child.kill('SIGTERM');
+      if (child.exitCode === null) await new Promise((resolve) => child.once('exit', resolve));
+    },
+  };
+  // Ready when /readyz answers.
+  for (;;) {
+    try {
+      const r = await client.request({ method: 'GET', path: '/readyz' });
+      await r.body.dump();
+      if (r.statusCode === 200) break;
+    } catch {
+      // not listening yet
+    }
+    if (child.exitCode !== null) throw new Error(`${label}: the server exited (${child.exitCode})`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  log(`${label}: server up on port ${port}`);
+  return server;
+}
+
+async function main(): Promise<void> {
+  const bench = await createPostgres('http');
+  // --serve-with=<script>: run another server entry instead of `chronos serve` (experiments).
+  const entry = process.argv.find((a) => a.startsWith('--serve-with='))?.slice('--serve-with='.length);
+  const servers: Server[] = [];
+  let bouncer: PgBouncer | null = null;
   try {
+    servers.push(await startServer('direct', entry, { DATABASE_URL: bench.url! }));
+    if (viaPgBouncer) {
+      const url = new URL(bench.url!);
+      bouncer = await PgBouncer.start({
+        serverHost: url.hostname,
+        serverPort: Number(url.port || 5432),
+        users: [decodeURIComponent(url.username)],
+        poolSize: 20,
+      });
+      const through = await startServer('pgbouncer', entry, {
+        DATABASE_URL: bouncer.url(url.pathname.slice(1)),
+        CHRONOS_DB_POOLER: 'transaction',
+        CHRONOS_LISTEN_URL: bench.url!,
+      });
+      servers.push({ ...through, bouncerPid: bouncer.pid });
+    }
     const keys = new KeyService(bench.db);
     const auth: string[] = [];
-    for (let i = 0; i < owners * runCount; i++) {
+    // Owners of their own for every run and server, so none nears the create rate.
+    for (let i = 0; i < owners * runCount * servers.length; i++) {
       const uuid = `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`;
       auth.push(`Bearer ${(await keys.create(`did:matrix:${uuid}:bench`)).key}`);
     }
-    // Ready when /readyz answers.
-    for (;;) {
-      try {
-        const r = await client.request({ method: 'GET', path: '/readyz' });
-        await r.body.dump();
-        if (r.statusCode === 200) break;
-      } catch {
-        // not listening yet
-      }
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    log(`server up on port ${port}; ${owners} owners, ${connections} connections, ${seconds} s per phase`);
+    log(`${owners} owners, ${connections} connections, ${seconds} s per phase`);
 
     const backends = async () =>
       (
@@ -190,71 +249,114 @@ async function main(): Promise<void> {
           ),
         )
       ).map((r) => r.pid);
-    const runs: { load: Load; creates: Measured; getById: Measured }[] = [];
+    type RunResult = { server: string; load: Load; creates: Measured; getById: Measured };
+    const runs: RunResult[] = [];
     for (let run = 0; run < runCount; run++) {
-      // Each run uses owners of its own, so no owner nears the create rate across runs.
-      const ownerOf = (i: number) => run * owners + (i % owners);
-      const created: { id: string; owner: number }[] = [];
-      const load = await quietEnough();
-      const creates = await measureCpu(server.pid!, backends, () =>
-        phase(async (i) => {
-          const owner = ownerOf(i);
-          const r = await client.request({
-            method: 'POST',
-            path: '/v1/alarms',
-            headers: { authorization: auth[owner]!, 'content-type': 'application/json' },
-            body: `{"in_seconds": 3600, "label": "bench ${i}", "payload": {"i": ${i}, "big": 12345678901234567890}}`,
-          });
-          const text = await r.body.text();
-          if (r.statusCode === 201 && created.length < 20_000)
-            created.push({ id: text.slice(16, 52), owner });
-          return r.statusCode;
-        }, seconds * 1_000),
-      );
-      log(`run ${run + 1}: creates ${describe(creates)}`);
-      await quietEnough();
-      const getById = await measureCpu(server.pid!, backends, () =>
-        phase(async (i) => {
-          const alarm = created[(i * 7919) % created.length]!;
-          const r = await client.request({
-            method: 'GET',
-            path: `/v1/alarms/${alarm.id}`,
-            headers: { authorization: auth[alarm.owner]! },
-          });
-          await r.body.dump();
-          return r.statusCode;
-        }, seconds * 1_000),
-      );
-      log(`run ${run + 1}: GET by id ${describe(getById)}`);
-      runs.push({ load, creates, getById });
+      const created = new Map(servers.map((s) => [s, [] as { id: string; owner: number }[]]));
+      const results = new Map<Server, Partial<RunResult>>();
+      for (const [n, server] of servers.entries()) {
+        // Each run and server uses owners of its own, so no owner nears the create rate.
+        const ownerOf = (i: number) => (run * servers.length + n) * owners + (i % owners);
+        const mine = created.get(server)!;
+        const load = await quietEnough();
+        const creates = await measureCpu(
+          server.pid,
+          backends,
+          () =>
+            phase(async (i) => {
+              const owner = ownerOf(i);
+              const r = await server.client.request({
+                method: 'POST',
+                path: '/v1/alarms',
+                headers: { authorization: auth[owner]!, 'content-type': 'application/json' },
+                body: `{"in_seconds": 3600, "label": "bench ${i}", "payload": {"i": ${i}, "big": 12345678901234567890}}`,
+              });
+              const text = await r.body.text();
+              if (r.statusCode === 201 && mine.length < 20_000) mine.push({ id: text.slice(16, 52), owner });
+              return r.statusCode;
+            }, seconds * 1_000),
+          server.bouncerPid,
+        );
+        log(`run ${run + 1}, ${server.label}: creates ${describe(creates)}`);
+        results.set(server, { server: server.label, load, creates });
+      }
+      for (const server of servers) {
+        const mine = created.get(server)!;
+        await quietEnough();
+        const getById = await measureCpu(
+          server.pid,
+          backends,
+          () =>
+            phase(async (i) => {
+              const alarm = mine[(i * 7919) % mine.length]!;
+              const r = await server.client.request({
+                method: 'GET',
+                path: `/v1/alarms/${alarm.id}`,
+                headers: { authorization: auth[alarm.owner]! },
+              });
+              await r.body.dump();
+              return r.statusCode;
+            }, seconds * 1_000),
+          server.bouncerPid,
+        );
+        log(`run ${run + 1}, ${server.label}: GET by id ${describe(getById)}`);
+        runs.push({ ...results.get(server)!, getById } as RunResult);
+      }
     }
-    const median = (pick: (r: (typeof runs)[number]) => number) => {
-      const values = runs.map(pick).sort((a, b) => a - b);
-      return values[Math.floor(values.length / 2)]!;
+    const summaryOf = (label: string) => {
+      const mine = runs.filter((r) => r.server === label);
+      const median = (pick: (r: RunResult) => number) => {
+        const values = mine.map(pick).sort((a, b) => a - b);
+        return values[Math.floor(values.length / 2)]!;
+      };
+      return {
+        createsPerSecond: median((r) => r.creates.perSecond),
+        createP50Ms: median((r) => r.creates.latencyMs.p50),
+        createP99Ms: median((r) => r.creates.latencyMs.p99),
+        createCpuUs: {
+          server: median((r) => r.creates.cpuMicrosPerRequest.server),
+          postgres: median((r) => r.creates.cpuMicrosPerRequest.postgres),
+        },
+        getsPerSecond: median((r) => r.getById.perSecond),
+        getP50Ms: median((r) => r.getById.latencyMs.p50),
+        getP99Ms: median((r) => r.getById.latencyMs.p99),
+        getCpuUs: {
+          server: median((r) => r.getById.cpuMicrosPerRequest.server),
+          postgres: median((r) => r.getById.cpuMicrosPerRequest.postgres),
+        },
+      };
     };
-    const summary = {
-      createsPerSecond: median((r) => r.creates.perSecond),
-      createP50Ms: median((r) => r.creates.latencyMs.p50),
-      createP99Ms: median((r) => r.creates.latencyMs.p99),
-      getsPerSecond: median((r) => r.getById.perSecond),
-      getP50Ms: median((r) => r.getById.latencyMs.p50),
-      getP99Ms: median((r) => r.getById.latencyMs.p99),
-    };
+    const summary = viaPgBouncer
+      ? Object.fromEntries(servers.map((s) => [s.label, summaryOf(s.label)]))
+      : summaryOf('direct');
     log(`median of ${runCount}: ${JSON.stringify(summary)}`);
 
     const name = process.argv.find((a) => a.startsWith('--name='))?.slice('--name='.length);
-    const path = await writeResult(name ?? (entry ? 'http-api-experiment' : `http-api-log-${logLevel}`), {
+    const fallbackName = viaPgBouncer
+      ? 'http-api-pgbouncer'
+      : entry
+        ? 'http-api-experiment'
+        : `http-api-log-${logLevel}`;
+    const path = await writeResult(name ?? fallbackName, {
       command: `npm run bench:http -- ${process.argv.slice(2).join(' ')}`.trim(),
-      settings: { seconds, connections, owners, logLevel, runs: runCount },
+      settings: {
+        seconds,
+        connections,
+        owners,
+        logLevel,
+        runs: runCount,
+        ...(viaPgBouncer
+          ? { pgbouncer: { version: '1.18 (Debian 12)', poolMode: 'transaction', defaultPoolSize: 20 } }
+          : {}),
+      },
       summary,
       runs,
       targets: { createsPerSecond: 1_500, createP99Ms: 30, getsPerSecond: 5_000 },
     });
     log(`wrote ${path}`);
   } finally {
-    await client.close();
-    server.kill('SIGTERM');
-    await new Promise((resolve) => server.once('exit', resolve));
+    for (const server of servers) await server.stop();
+    await bouncer?.stop();
     await bench.drop();
   }
 }

@@ -58,4 +58,47 @@ describe('loadConfig', () => {
     );
     expect((error as Error).message).not.toContain('hunter2');
   });
+
+  it('takes a DATABASE_URL listing several hosts, a pooler mode and a direct URL for LISTEN', () => {
+    const config = loadConfig({
+      DATABASE_URL: 'postgres://chronos:s3cret@db1:5432,db2:5432/chronos?target_session_attrs=read-write',
+      CHRONOS_DB_POOLER: 'transaction',
+      CHRONOS_LISTEN_URL:
+        'postgres://chronos:s3cret@db1:5432,db2:5432/chronos?target_session_attrs=read-write',
+    });
+    expect(config).toMatchObject({ dbPooler: 'transaction' });
+    expect(config.databaseUrl).toContain('db1:5432,db2:5432');
+    expect(loadConfig({})).toMatchObject({ dbPooler: 'none', listenUrl: undefined });
+  });
+
+  it('refuses a database URL it cannot use, naming the variable and never the password', () => {
+    const messages = (env: Record<string, string>) => {
+      try {
+        loadConfig(env);
+      } catch (e) {
+        expect(isChronosError(e, 'invalid_input')).toBe(true);
+        return (e as { errors: { message: string }[] }).errors.map((x) => x.message);
+      }
+      return [];
+    };
+    expect(
+      messages({ DATABASE_URL: 'postgres://u:hunter2@db1:5432,db2:5432/c?target_session_attrs=read-only' }),
+    ).toEqual([
+      'DATABASE_URL: expected target_session_attrs "read-write" or "any" (Chronos writes), got "read-only"',
+    ]);
+    const bad = messages({
+      DATABASE_URL: 'postgres://u:hunter2@db1:99999/c',
+      CHRONOS_LISTEN_URL: 'host=db1 password=hunter2',
+      CHRONOS_DB_POOLER: 'session',
+    });
+    expect(bad).toEqual([
+      expect.stringMatching(/^DATABASE_URL: expected a port from 1 to 65535 .*, got "99999"$/),
+      'CHRONOS_DB_POOLER: expected "none" or "transaction" (PgBouncer in transaction mode), got "session"',
+      expect.stringMatching(/^CHRONOS_LISTEN_URL: expected a URL .*, got a keyword\/value string$/),
+    ]);
+    expect(bad.join('\n')).not.toContain('hunter2');
+    expect(messages({ CHRONOS_DB_POOLER: 'transaction' })).toEqual([
+      'CHRONOS_DB_POOLER: expected only with DATABASE_URL, got it without',
+    ]);
+  });
 });

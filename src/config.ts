@@ -5,11 +5,16 @@
  */
 import { ChronosError, describeValue, type FieldError } from './errors.js';
 import { parseDuration } from './schedule/duration.js';
-import { DEFAULT_SCHEMA, schemaName } from './store/db.js';
+import { parseConnectionString } from './store/connection-string.js';
+import { DEFAULT_SCHEMA, POOLER_MODES, schemaName, type PoolerMode } from './store/db.js';
 
 export interface Config {
-  /** PostgreSQL; when absent, the embedded store in `dataDir`. */
+  /** PostgreSQL; when absent, the embedded store in `dataDir`. May list several hosts (libpq's form). */
   databaseUrl: string | undefined;
+  /** `CHRONOS_DB_POOLER`: `transaction` when `DATABASE_URL` goes through PgBouncer in transaction mode. */
+  dbPooler: PoolerMode;
+  /** `CHRONOS_LISTEN_URL`: a direct URL for LISTEN, past the pooler. */
+  listenUrl: string | undefined;
   /** The PostgreSQL schema Chronos's tables live in (`CHRONOS_SCHEMA`, default `chronos`). */
   schema: string;
   dataDir: string;
@@ -117,6 +122,19 @@ export function loadConfig(env: Env = process.env): Config {
       return DEFAULT_SCHEMA;
     }
   };
+  const postgresUrl = (name: string) => {
+    const raw = text(name);
+    if (raw === undefined) return undefined;
+    const error = databaseUrlError(raw, name);
+    if (error) errors.push(error);
+    return error ? undefined : raw;
+  };
+  const pooler = (): PoolerMode => {
+    const raw = text('CHRONOS_DB_POOLER') ?? 'none';
+    if ((POOLER_MODES as readonly string[]).includes(raw)) return raw as PoolerMode;
+    fail('CHRONOS_DB_POOLER', '"none" or "transaction" (PgBouncer in transaction mode)', raw);
+    return 'none';
+  };
   const secrets = (text('CHRONOS_WEBHOOK_SECRET') ?? '').split(/[\s,]+/).filter(Boolean);
   for (const secret of secrets) {
     const body = secret.startsWith('whsec_') ? secret.slice(6) : '';
@@ -130,7 +148,9 @@ export function loadConfig(env: Env = process.env): Config {
   }
 
   const config: Config = {
-    databaseUrl: text('DATABASE_URL'),
+    databaseUrl: postgresUrl('DATABASE_URL'),
+    dbPooler: pooler(),
+    listenUrl: postgresUrl('CHRONOS_LISTEN_URL'),
     schema: schema(),
     dataDir: text('CHRONOS_DATA_DIR') ?? './.chronos',
     port: integer('PORT', 8080, 0, 65_535),
@@ -170,8 +190,31 @@ export function loadConfig(env: Env = process.env): Config {
       text('CHRONOS_ESCALATE_AFTER'),
     );
   }
+  // Both concern a PostgreSQL server; with the embedded store they would silently do nothing.
+  for (const name of ['CHRONOS_DB_POOLER', 'CHRONOS_LISTEN_URL']) {
+    if (text(name) !== undefined && text('DATABASE_URL') === undefined) {
+      errors.push({ path: name, message: `${name}: expected only with DATABASE_URL, got it without` });
+    }
+  }
   if (errors.length > 0) {
     throw new ChronosError('invalid_input', errors.map((e) => e.message).join('\n'), { errors });
   }
   return config;
+}
+
+/**
+ * Why `raw` cannot be Chronos's PostgreSQL URL (`name` is where it came from), or null: a libpq
+ * URL, possibly listing several hosts, whose `target_session_attrs` (if any) lets Chronos write.
+ * The message never contains the password.
+ */
+export function databaseUrlError(raw: string, name: string): FieldError | null {
+  try {
+    const { targetSessionAttrs } = parseConnectionString(raw, name);
+    if (targetSessionAttrs === 'read-write' || targetSessionAttrs === 'any') return null;
+    const message = `${name}: expected target_session_attrs "read-write" or "any" (Chronos writes), got "${targetSessionAttrs}"`;
+    return { path: name, message };
+  } catch (error) {
+    if (error instanceof ChronosError && error.errors.length > 0) return error.errors[0]!;
+    throw error;
+  }
 }

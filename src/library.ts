@@ -13,7 +13,7 @@ import type pg from 'pg';
 import type { PGlite } from '@electric-sql/pglite';
 import { z } from 'zod';
 import type { Clock } from './clock.js';
-import { loadConfig } from './config.js';
+import { databaseUrlError, loadConfig } from './config.js';
 import {
   QUEUE_NAME,
   SCHEDULE_FIELDS,
@@ -47,6 +47,14 @@ export interface ChronosOptions {
   logger?: Logger;
   /** The fallback poll of `work()`, and the horizon within which new timers wake it at once. */
   pollIntervalMs?: number;
+  /**
+   * `transaction` when `databaseUrl` (or `pool`) goes through PgBouncer in transaction mode:
+   * statements are sent unnamed, and LISTEN only through `listenUrl` (else `work()` polls every
+   * `pollIntervalMs`). Default `none`.
+   */
+  pooler?: 'none' | 'transaction';
+  /** A URL that reaches PostgreSQL directly, for LISTEN, when `databaseUrl` goes through a pooler. */
+  listenUrl?: string;
 }
 
 export interface TimerSpec {
@@ -150,6 +158,34 @@ const changeForm: Form<Exclude<LibraryField, 'idempotencyKey' | 'queue'>> = {
   aliases: SPEC_ALIASES,
 };
 
+/** `pooler` and `listenUrl`, checked as `loadConfig` checks their variables. */
+function connectionOptions(options: ChronosOptions): {
+  dbPooler: 'none' | 'transaction';
+  listenUrl?: string;
+} {
+  const errors: FieldError[] = [];
+  for (const name of ['databaseUrl', 'listenUrl'] as const) {
+    const value = options[name];
+    if (value === undefined) continue;
+    const error =
+      typeof value === 'string'
+        ? databaseUrlError(value, name)
+        : invalidInput(name, 'a postgres:// URL', value).errors[0]!;
+    if (error) errors.push(error);
+  }
+  const pooler = options.pooler ?? 'none';
+  if (pooler !== 'none' && pooler !== 'transaction') {
+    errors.push(invalidInput('pooler', '"none" or "transaction"', pooler).errors[0]!);
+  }
+  for (const name of ['pooler', 'listenUrl'] as const) {
+    if (options[name] !== undefined && options.databaseUrl === undefined && options.pool === undefined) {
+      errors.push({ path: name, message: `${name}: expected only with databaseUrl or pool, got neither` });
+    }
+  }
+  if (errors.length > 0) throw invalidFields(errors);
+  return { dbPooler: pooler, listenUrl: options.listenUrl };
+}
+
 /** A core path in the library's names, under `prefix` (`specs.3`). */
 const libraryPath = (prefix: string) => (path: string) => {
   const [head, ...rest] = path.split('.');
@@ -173,9 +209,11 @@ export async function createChronos(options: ChronosOptions): Promise<Chronos> {
       stores.length === 0 ? undefined : `${stores.join(' and ')}`,
     );
   }
+  const connection = connectionOptions(options);
   const pollIntervalMs = options.pollIntervalMs ?? 1_000;
   const config = {
     ...loadConfig({}),
+    ...connection,
     databaseUrl: options.databaseUrl,
     dataDir: options.dataDir ?? './.chronos',
     schema: options.schema ?? 'chronos',

@@ -83,6 +83,12 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly dbHostChanges = new Counter({
+    name: 'chronos_db_host_changes_total',
+    help: 'Times a multi-host DATABASE_URL moved to another host (a failover found a new primary).',
+    registers: [this.registry],
+  });
+
   readonly loopErrors = new Counter({
     name: 'chronos_loop_errors_total',
     help: 'Errors caught by a background loop (it logs, counts and carries on).',

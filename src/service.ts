@@ -24,9 +24,18 @@ import { WebhookReceiver } from './receivers/webhook.js';
 import { alarmsCountByStatus } from './store/alarms.js';
 import { DbClock } from './store/db-clock.js';
 import { deliveryRetryQueueDepth } from './store/delivery-stats.js';
-import { executorOf, LiteDb, PgDb, schemaName, type Db, type Executor } from './store/db.js';
+import {
+  executorOf,
+  LiteDb,
+  PgDb,
+  schemaName,
+  type DatabaseStatus,
+  type Db,
+  type Executor,
+} from './store/db.js';
 import { openEmbedded, type LockInfo } from './store/embedded.js';
 import { migrate, pendingMigrations } from './store/migrate.js';
+import { hostEventLog } from './store/multi-host.js';
 import { serverSettingsWarning } from './store/server-settings.js';
 import { Tracker } from './tracker/tracker.js';
 import { ROUTER_QUEUE } from './types.js';
@@ -134,6 +143,13 @@ export class ChronosService {
     this.metrics.onScrape(async () => {
       this.metrics.retryQueueDepth.set(await deliveryRetryQueueDepth(this.#db));
     });
+    // Failovers seen by a multi-host DATABASE_URL (issue 16).
+    let hostChanges = 0;
+    this.metrics.onScrape(async () => {
+      const changes = this.databaseStatus()?.changes ?? 0;
+      this.metrics.dbHostChanges.inc(changes - hostChanges);
+      hostChanges = changes;
+    });
   }
 
   /**
@@ -151,7 +167,7 @@ export class ChronosService {
     }
     const schema = schemaName(config.schema, 'CHRONOS_SCHEMA');
     const owned = !options.db && !options.pool && !options.pglite;
-    const db = options.db ?? (await openStore(config, options, schema));
+    const db = options.db ?? (await openStore(config, options, schema, logger));
     try {
       if (options.migrate ?? true) {
         const applied = await migrate(db);
@@ -161,6 +177,7 @@ export class ChronosService {
       // PGlite plans every statement anew.
       const warning = db.kind === 'postgres' ? await serverSettingsWarning(db) : null;
       if (warning) logger.warn(warning);
+      if (db instanceof PgDb) logPooling(db, config, logger);
       return new ChronosService(config, db, logger, options.clock ?? systemClock, options.receiver);
     } catch (error) {
       if (owned) await db.close();
@@ -190,7 +207,7 @@ export class ChronosService {
 
   /** A caller's transaction — a node-postgres client inside BEGIN, or a PGlite transaction — for the services. */
   transaction(tx: unknown): Transaction {
-    return executorOf(tx, this.#db.schema);
+    return executorOf(tx, this.#db.schema, !(this.#db instanceof PgDb) || this.#db.named);
   }
 
   /** A dispatcher of `queue`, handing each fire to `receiver`; started by its owner. */
@@ -243,30 +260,71 @@ export class ChronosService {
     await this.#db.close();
   }
 
-  /** Ready when the database answers and every migration is applied. */
-  async readiness(): Promise<{ ready: boolean; reason?: string }> {
+  /** Ready when the database answers and every migration is applied; says which host is in use. */
+  async readiness(): Promise<{ ready: boolean; reason?: string; database?: DatabaseStatus }> {
+    let result: { ready: boolean; reason?: string };
     try {
       const pending = await pendingMigrations(this.#db);
-      return pending.length === 0
-        ? { ready: true }
-        : { ready: false, reason: `migrations pending: ${pending.join(', ')}` };
+      result =
+        pending.length === 0
+          ? { ready: true }
+          : { ready: false, reason: `migrations pending: ${pending.join(', ')}` };
     } catch (error) {
-      return { ready: false, reason: `database unreachable: ${(error as Error).message}` };
+      result = { ready: false, reason: `database unreachable: ${reasonOf(error)}` };
     }
+    const database = this.databaseStatus();
+    return database ? { ...result, database } : result;
+  }
+
+  /** The PostgreSQL host in use and the hosts listed; null on the embedded store or an application's pool. */
+  databaseStatus(): DatabaseStatus | null {
+    return this.#db instanceof PgDb ? this.#db.status() : null;
   }
 }
 
-async function openStore(config: Config, options: ServiceOptions, schema: string): Promise<Db> {
-  if (options.pool) return new PgDb(options.pool, false, schema);
+/** The driver's message (what the store wrapped: `connect ECONNREFUSED …`, which hosts failed), else the error's. */
+function reasonOf(error: unknown): string {
+  const cause = (error as { cause?: unknown }).cause;
+  const driver = cause instanceof Error ? cause.message || (cause as { code?: string }).code : undefined;
+  return driver || (error as Error).message;
+}
+
+async function openStore(
+  config: Config,
+  options: ServiceOptions,
+  schema: string,
+  logger: Logger,
+): Promise<Db> {
+  const reach = { pooler: config.dbPooler, listenUrl: config.listenUrl };
+  if (options.pool) return new PgDb(options.pool, false, schema, reach);
   if (options.pglite) return new LiteDb(options.pglite, undefined, schema);
   if (config.databaseUrl) {
+    const hostLog = {
+      DATABASE_URL: hostEventLog(logger, 'DATABASE_URL'),
+      CHRONOS_LISTEN_URL: hostEventLog(logger, 'CHRONOS_LISTEN_URL'),
+    };
     return PgDb.connect(config.databaseUrl, 20, {
       // A request fails (the API answers 503) instead of hanging while the database is away.
       connectionTimeoutMillis: config.dbConnectTimeoutMs,
       schema,
+      ...reach,
+      onHostEvent: (event, url) => hostLog[url](event),
     });
   }
   return openEmbedded(config.dataDir, { lock: options.lock, schema });
+}
+
+/** Says once how statements and notifications travel when a pooler is in the way. */
+function logPooling(db: PgDb, config: Config, logger: Logger): void {
+  if (db.named) return;
+  const listening = db.listening === 'listenUrl';
+  logger.info(
+    { pooler: config.dbPooler, listen: db.listening },
+    listening
+      ? 'CHRONOS_DB_POOLER=transaction: statements are sent unnamed; LISTEN goes through CHRONOS_LISTEN_URL'
+      : `CHRONOS_DB_POOLER=transaction and no CHRONOS_LISTEN_URL: statements are sent unnamed and nothing LISTENs; ` +
+          `the dispatcher polls every ${config.pollIntervalMs} ms and a revoked key may still be accepted for up to 30 s by an instance that cached it`,
+  );
 }
 
 function createReceiver(config: Config, logger: Logger, clock: Clock, metrics: Metrics): Receiver {

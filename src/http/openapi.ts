@@ -29,6 +29,27 @@ const problem = z.object({
   request_id: z.string().optional(),
 });
 
+const readiness = z.object({
+  status: z.enum(['ready', 'not ready']),
+  reason: z
+    .string()
+    .optional()
+    .describe('When not ready: shutting down, migrations pending, or why the database is unreachable.'),
+  database: z
+    .object({
+      host: z
+        .string()
+        .nullable()
+        .describe('`host:port` in use now; null while no listed host qualifies (during a failover).'),
+      hosts: z.array(z.string()).describe('The hosts `DATABASE_URL` lists, in order.'),
+      target_session_attrs: z.string().describe('As given in `DATABASE_URL` (default `any`).'),
+      host_changes: z.number().int().describe('Times another host was chosen (failovers) since start.'),
+      last_error: z.string().nullable().describe('While no host qualifies: each host and why not.'),
+    })
+    .optional()
+    .describe('PostgreSQL only (absent on the embedded store and with an application’s own pool).'),
+});
+
 const json = (schema: z.ZodType) => z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' });
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const content = (name: string) => ({ 'application/json': { schema: ref(name) } });
@@ -147,6 +168,7 @@ export function openApiDocument(): Record<string, unknown> {
         EscalationBody: json(escalationBodySchema),
         ReceiptBody: json(receiptBodySchema),
         Problem: json(problem),
+        Readiness: json(readiness),
       },
     },
     security: [{ bearer: [] }],
@@ -419,10 +441,11 @@ export function openApiDocument(): Record<string, unknown> {
       '/readyz': {
         get: {
           summary: 'Readiness: the database answers and every migration is applied',
+          description: 'The body names the PostgreSQL host in use, which changes after a failover.',
           security: [],
           responses: {
-            '200': { description: 'Ready.' },
-            '503': { description: 'Not ready, with the reason.' },
+            '200': { description: 'Ready.', content: content('Readiness') },
+            '503': { description: 'Not ready, with the reason.', content: content('Readiness') },
           },
         },
       },

@@ -2,7 +2,9 @@
  * The one door to SQL: a narrow query interface over node-postgres and PGlite.
  *
  * The same statement text runs on both. On node-postgres every statement is a named prepared
- * statement. Results are made alike: `int8` and `numeric` come back as strings on both, and
+ * statement, unless the database is reached through a pooler in transaction mode (`pooler:
+ * 'transaction'`), where a named statement prepared on one server connection is missing on the
+ * next: there they are sent unnamed (parsed and planned at every execution). Results are made alike: `int8` and `numeric` come back as strings on both, and
  * store queries read `jsonb` as `::text` so payloads pass through verbatim (I4).
  *
  * **Schema.** Every table lives in one schema (default `chronos`, contract §2). Statement texts
@@ -15,12 +17,19 @@
  * `unavailable`, a value it refused (SQLSTATE class 22) is `invalid_input`. Nothing above the
  * store reads a SQLSTATE; store modules that expect one (a unique violation) use `sqlState()`.
  *
+ * **Several hosts.** A `DATABASE_URL` listing several hosts, or giving `target_session_attrs`,
+ * connects through `MultiHost` (multi-host.ts): every connection, LISTEN's included, goes to the
+ * host that qualifies (for `read-write`, the primary), and after a failover to the new one. A
+ * plain one-host URL is handed to node-postgres as it is.
+ *
  * PGlite is one backend shared by everything in the process: its own mutex serialises our
  * queries with any transaction the application holds on the same instance.
  */
 import pg from 'pg';
 import type { PGlite, Transaction as LiteTransaction } from '@electric-sql/pglite';
 import { ChronosError } from '../errors.js';
+import { describeHost, parseConnectionString, type ParsedConnectionString } from './connection-string.js';
+import { isFailoverError, MultiHost, type MultiHostEvent, type MultiHostStatus } from './multi-host.js';
 import { STORE_TYPES } from './timestamptz.js';
 
 export type Row = Record<string, unknown>;
@@ -132,6 +141,8 @@ function isUnreachable(error: unknown, depth = 0): boolean {
   }
   if (typeof message === 'string' && DRIVER_MESSAGES.test(message)) return true;
   if (Array.isArray(errors) && errors.some((e) => isUnreachable(e, depth + 1))) return true;
+  // A failover: no listed host qualifies yet, or the one in use turned read-only (25006).
+  if (isFailoverError(error)) return true;
   return isUnreachable(cause, depth + 1);
 }
 
@@ -170,9 +181,38 @@ const LITE_PARSERS = { [INT8]: asText, [NUMERIC]: asText };
 /** How long a pooled PostgreSQL connection (and every plan it prepared) lives. */
 export const CONNECTION_LIFETIME_S = 600;
 
-export interface PgDbOptions extends Omit<pg.PoolConfig, 'connectionString' | 'max'> {
+/** `transaction`: the database is reached through a pooler in transaction mode (PgBouncer). */
+export type PoolerMode = 'none' | 'transaction';
+export const POOLER_MODES: readonly PoolerMode[] = ['none', 'transaction'];
+
+/** How a PgDb reaches its database beyond the pool itself. */
+export interface PgConnectionOptions {
+  /**
+   * `transaction` (behind PgBouncer in transaction mode): statements are sent unnamed, and LISTEN
+   * goes through `listenUrl` only; without one there is no listener and `listen()` does nothing
+   * (its callers poll). Default `none`.
+   */
+  pooler?: PoolerMode;
+  /** A URL that reaches PostgreSQL directly (not through the pooler), for LISTEN; may list hosts. */
+  listenUrl?: string;
+  /** What a multi-host URL reports (a host chosen, lost, none qualifying): for the log. */
+  onHostEvent?: (event: MultiHostEvent, url: 'DATABASE_URL' | 'CHRONOS_LISTEN_URL') => void;
+}
+
+export interface PgDbOptions extends Omit<pg.PoolConfig, 'connectionString' | 'max'>, PgConnectionOptions {
   /** The schema Chronos's tables live in (default `chronos`). */
   schema?: string;
+}
+
+/** Which database host is in use (for `/readyz`); a one-host URL reports that host. */
+export type DatabaseStatus = MultiHostStatus;
+
+/** How a PgDb reaches its database: the options above and what `PgDb.connect` found in the URL. */
+export interface PgDbReach extends PgConnectionOptions {
+  /** The URL's hosts, when it lists several or gives `target_session_attrs`. */
+  hosts?: MultiHost;
+  /** The URL as parsed (absent for an application's own pool). */
+  target?: ParsedConnectionString;
 }
 
 /** node-postgres returns int8 and numeric as strings already; PGlite is told to match. */
@@ -182,11 +222,17 @@ export class PgDb implements Db {
   readonly schema: string;
   readonly #ownsPool: boolean;
   readonly #listeners = new Set<PgListener>();
+  /** False behind a transaction pooler: statements go unnamed. */
+  readonly named: boolean;
+  readonly #reach: PgDbReach;
+  #listenHosts: MultiHost | null = null;
 
-  constructor(pool: pg.Pool, ownsPool: boolean, schema: string = DEFAULT_SCHEMA) {
+  constructor(pool: pg.Pool, ownsPool: boolean, schema: string = DEFAULT_SCHEMA, reach: PgDbReach = {}) {
     this.pool = pool;
     this.schema = schema;
     this.#ownsPool = ownsPool;
+    this.#reach = reach;
+    this.named = (reach.pooler ?? 'none') !== 'transaction';
     // An idle client that loses its connection must not crash the process.
     pool.on('error', () => {});
   }
@@ -202,16 +248,45 @@ export class PgDb implements Db {
    * plans for the table as it is.
    */
   static connect(connectionString: string, max = 10, options: PgDbOptions = {}): PgDb {
-    const { schema, ...poolOptions } = options;
-    return new PgDb(
-      new pg.Pool({ maxLifetimeSeconds: CONNECTION_LIFETIME_S, ...poolOptions, connectionString, max }),
-      true,
-      schema,
-    );
+    const { schema, pooler, listenUrl, onHostEvent, ...poolOptions } = options;
+    const reach = { pooler, listenUrl, onHostEvent };
+    const target = parseConnectionString(connectionString, 'DATABASE_URL');
+    const settings = { maxLifetimeSeconds: CONNECTION_LIFETIME_S, ...poolOptions, max };
+    if (target.hosts.length === 1 && target.targetSessionAttrs === 'any') {
+      return new PgDb(new pg.Pool({ ...settings, connectionString }), true, schema, { ...reach, target });
+    }
+    const hosts = new MultiHost(target, {
+      connectTimeoutMs: poolOptions.connectionTimeoutMillis,
+      clientConfig: { connectionTimeoutMillis: poolOptions.connectionTimeoutMillis },
+      onEvent: onHostEvent && ((event) => onHostEvent(event, 'DATABASE_URL')),
+    });
+    const pool = new pg.Pool({ ...settings, ...hosts.poolConfig() });
+    hosts.watch(pool);
+    return new PgDb(pool, true, schema, { ...reach, hosts, target });
+  }
+
+  /**
+   * The host in use and the hosts listed; null for an application's own pool (its URL is not
+   * ours to report).
+   */
+  status(): DatabaseStatus | null {
+    const { hosts, target } = this.#reach;
+    if (hosts) return hosts.status();
+    if (!target) return null;
+    const host = describeHost(target.hosts[0]!);
+    return { host, targetSessionAttrs: 'any', hosts: [host], changes: 0, lastError: null };
+  }
+
+  /** How LISTEN reaches the database: `pool` (as the pool does), `listenUrl`, or `none` (callers poll). */
+  get listening(): 'pool' | 'listenUrl' | 'none' {
+    if (this.#reach.listenUrl) return 'listenUrl';
+    return this.named ? 'pool' : 'none';
   }
 
   async query<T = Row>(statement: Statement, values: readonly unknown[] = []): Promise<T[]> {
-    const result = await mapped(this.pool.query(pgQuery(inSchema(statement, this.schema), values)));
+    const result = await mapped(
+      this.pool.query(pgQuery(inSchema(statement, this.schema), values, this.named)),
+    );
     return result.rows as T[];
   }
 
@@ -223,14 +298,16 @@ export class PgDb implements Db {
     const client = await mapped(this.pool.connect());
     try {
       await client.query('BEGIN');
-      const result = await fn(pgExecutor(client, this.schema));
+      const result = await fn(pgExecutor(client, this.schema, this.named));
       await client.query('COMMIT');
       client.release();
       return result;
     } catch (error) {
       try {
         await client.query('ROLLBACK');
-        client.release();
+        // A connection to a host that is going away or turned read-only is not reused; a
+        // multi-host pool also stops choosing that host (MultiHost.watch).
+        client.release(isFailoverError(error) ? (error as Error) : undefined);
       } catch (rollbackError) {
         client.release(rollbackError as Error);
       }
@@ -238,8 +315,15 @@ export class PgDb implements Db {
     }
   }
 
+  /**
+   * LISTEN on a connection of its own: to the host the pool uses, or through `listenUrl`. Behind
+   * a transaction pooler without `listenUrl` nothing listens: the callers' fallback polls do the
+   * work, and this resolves to a no-op.
+   */
   async listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>> {
-    const listener = new PgListener(this.pool.options, channel, onNotify);
+    const connect = this.#listenConnect();
+    if (!connect) return async () => {};
+    const listener = new PgListener(connect, channel, onNotify);
     this.#listeners.add(listener);
     await listener.start();
     return async () => {
@@ -252,11 +336,41 @@ export class PgDb implements Db {
     await Promise.all([...this.#listeners].map((l) => l.stop()));
     if (this.#ownsPool) await this.pool.end();
   }
+
+  /** How a LISTEN connection is made, or null when there is none to make (see listen()). */
+  #listenConnect(): (() => Promise<pg.Client>) | null {
+    const { listenUrl, hosts, onHostEvent } = this.#reach;
+    const timeout = this.pool.options.connectionTimeoutMillis;
+    if (listenUrl) {
+      const target = parseConnectionString(listenUrl, 'CHRONOS_LISTEN_URL');
+      if (target.hosts.length > 1 || target.targetSessionAttrs !== 'any') {
+        const listenHosts = (this.#listenHosts ??= new MultiHost(target, {
+          connectTimeoutMs: timeout,
+          clientConfig: { connectionTimeoutMillis: timeout },
+          onEvent: onHostEvent && ((event) => onHostEvent(event, 'CHRONOS_LISTEN_URL')),
+        }));
+        return () => listenHosts.connect();
+      }
+      return () => plainClient({ connectionString: listenUrl, connectionTimeoutMillis: timeout });
+    }
+    if (!this.named) return null;
+    if (hosts) return () => hosts.connect();
+    return () => plainClient(this.pool.options);
+  }
+}
+
+async function plainClient(config: pg.ClientConfig): Promise<pg.Client> {
+  const client = new pg.Client(config);
+  // Until the listener takes it over, an error must not go unhandled.
+  client.on('error', () => {});
+  await client.connect();
+  return client;
 }
 
 /**
  * A dedicated LISTEN connection. node-postgres does not reconnect one by itself: on error or end
- * this reconnects with backoff and calls `onNotify` once reconnected, so the caller re-polls for
+ * this reconnects with backoff (100 ms doubling to at most 1 s, so it is back about a second
+ * after a failover's promotion) and calls `onNotify` once reconnected, so the caller re-polls for
  * whatever was announced while it was away.
  */
 class PgListener {
@@ -266,7 +380,7 @@ class PgListener {
   #timer: NodeJS.Timeout | null = null;
 
   constructor(
-    private readonly options: pg.PoolConfig,
+    private readonly connect: () => Promise<pg.Client>,
     private readonly channel: string,
     private readonly onNotify: (payload: string) => void,
   ) {}
@@ -280,14 +394,18 @@ class PgListener {
   }
 
   async #connect(): Promise<void> {
-    const client = new pg.Client(this.options);
+    const client = await this.connect();
     client.on('error', () => this.#lost(client));
     client.on('end', () => this.#lost(client));
     client.on('notification', (message) => {
       if (message.channel === this.channel) this.onNotify(message.payload ?? '');
     });
-    await client.connect();
-    await client.query(`LISTEN ${pg.escapeIdentifier(this.channel)}`);
+    try {
+      await client.query(`LISTEN ${pg.escapeIdentifier(this.channel)}`);
+    } catch (error) {
+      await client.end().catch(() => {});
+      throw error;
+    }
     if (this.#stopped) {
       await client.end().catch(() => {});
       return;
@@ -310,7 +428,7 @@ class PgListener {
       this.#connect().then(
         () => this.onNotify(''),
         () => {
-          this.#retryMs = Math.min(this.#retryMs * 2, 5_000);
+          this.#retryMs = Math.min(this.#retryMs * 2, 1_000);
           this.#scheduleReconnect();
         },
       );
@@ -377,16 +495,21 @@ function liteExecutor(target: LiteQueryable, schema: string): Executor {
   };
 }
 
-/** A named statement with the store's type parsers (see timestamptz.ts). */
-function pgQuery(statement: Statement, values: readonly unknown[]): pg.QueryConfig {
-  return { name: statement.name, text: statement.text, values: values as unknown[], types: STORE_TYPES };
+/** A statement (named unless `named` is false) with the store's type parsers (see timestamptz.ts). */
+function pgQuery(statement: Statement, values: readonly unknown[], named: boolean): pg.QueryConfig {
+  return {
+    name: named ? statement.name : undefined,
+    text: statement.text,
+    values: values as unknown[],
+    types: STORE_TYPES,
+  };
 }
 
-function pgExecutor(client: pg.ClientBase, schema: string): Executor {
+function pgExecutor(client: pg.ClientBase, schema: string, named: boolean): Executor {
   return {
     schema,
     query: async (statement, values = []) => {
-      const result = await mapped(client.query(pgQuery(inSchema(statement, schema), values)));
+      const result = await mapped(client.query(pgQuery(inSchema(statement, schema), values, named)));
       return result.rows;
     },
     exec: async (script) => {
@@ -397,12 +520,13 @@ function pgExecutor(client: pg.ClientBase, schema: string): Executor {
 
 /**
  * The caller's transaction as an Executor: a node-postgres client inside BEGIN, or a PGlite
- * transaction (or instance). Anything else is a programming error and says so.
+ * transaction (or instance). Anything else is a programming error and says so. `named` false:
+ * statements go unnamed (the caller's client is behind a transaction pooler too).
  */
-export function executorOf(tx: unknown, schema: string = DEFAULT_SCHEMA): Executor {
+export function executorOf(tx: unknown, schema: string = DEFAULT_SCHEMA, named = true): Executor {
   // Duck-typed as well, in case the application loads its own copy of pg.
   if (tx instanceof pg.Client || (isObject(tx) && typeof tx.query === 'function' && 'connection' in tx)) {
-    return pgExecutor(tx as pg.ClientBase, schema);
+    return pgExecutor(tx as pg.ClientBase, schema, named);
   }
   if (isObject(tx) && typeof tx.query === 'function' && typeof tx.exec === 'function') {
     return liteExecutor(tx as unknown as LiteQueryable, schema);

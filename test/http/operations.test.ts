@@ -4,7 +4,7 @@ import { describeEachBackend } from '../support/backends.js';
 import { backdate } from '../support/harness.js';
 import { call, isProblem, OPERATOR_TOKEN, openTestApp, OTHER, type TestApp } from './support.js';
 
-describeEachBackend('HTTP: operations', ({ t }) => {
+describeEachBackend('HTTP: operations', ({ kind, t }) => {
   let h: TestApp;
   beforeEach(async () => {
     h = await openTestApp(t.db, {}, { captureLogs: true });
@@ -20,6 +20,20 @@ describeEachBackend('HTTP: operations', ({ t }) => {
     expect(await call(h.app, 'GET', '/readyz')).toMatchObject({
       status: 503,
       body: { status: 'not ready', reason: 'shutting down' },
+    });
+  });
+
+  it('/readyz names the PostgreSQL host in use (none on the embedded store)', async () => {
+    const { body } = await call(h.app, 'GET', '/readyz');
+    if (kind === 'pglite') {
+      expect(body).toEqual({ status: 'ready' });
+      return;
+    }
+    const url = new URL(t.url!);
+    const host = `${url.hostname}:${url.port || 5432}`;
+    expect(body).toEqual({
+      status: 'ready',
+      database: { host, hosts: [host], target_session_attrs: 'any', host_changes: 0, last_error: null },
     });
   });
 

@@ -4,6 +4,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import type { ChronosService } from '../../service.js';
+import type { DatabaseStatus } from '../../store/db.js';
 import { openApiDocument } from '../openapi.js';
 
 export function registerOperationRoutes(
@@ -16,9 +17,10 @@ export function registerOperationRoutes(
   app.get('/readyz', async (_request, reply) => {
     if (state.closing) return reply.code(503).send({ status: 'not ready', reason: 'shutting down' });
     const readiness = await service.readiness();
+    const database = readiness.database ? databaseView(readiness.database) : undefined;
     return readiness.ready
-      ? { status: 'ready' }
-      : reply.code(503).send({ status: 'not ready', reason: readiness.reason });
+      ? { status: 'ready', database }
+      : reply.code(503).send({ status: 'not ready', reason: readiness.reason, database });
   });
 
   app.get('/metrics', async (_request, reply) => {
@@ -30,4 +32,15 @@ export function registerOperationRoutes(
   app.get('/openapi.json', async (_request, reply) =>
     reply.type('application/json; charset=utf-8').send(openapi),
   );
+}
+
+/** `/readyz`'s `database`: which PostgreSQL host is in use (issue 16; OpenAPI `Readiness`). */
+function databaseView(status: DatabaseStatus) {
+  return {
+    host: status.host,
+    hosts: status.hosts,
+    target_session_attrs: status.targetSessionAttrs,
+    host_changes: status.changes,
+    last_error: status.lastError,
+  };
 }
