@@ -50,7 +50,11 @@ function specs(size: number, round: number): TimerSpec[] {
 }
 
 /** Runs `fn` inside the caller's own transaction, on PostgreSQL or PGlite. */
-async function inTransaction<T>(bench: BenchDatabase, pool: pg.Pool | null, fn: (tx: unknown) => Promise<T>): Promise<T> {
+async function inTransaction<T>(
+  bench: BenchDatabase,
+  pool: pg.Pool | null,
+  fn: (tx: unknown) => Promise<T>,
+): Promise<T> {
   if (pool) {
     const client = await pool.connect();
     try {
@@ -97,7 +101,9 @@ async function measure(
   };
 }
 
-const sizes = (process.argv.find((a) => a.startsWith('--sizes='))?.slice(8) ?? '5000,50000').split(',').map(Number);
+const sizes = (process.argv.find((a) => a.startsWith('--sizes='))?.slice(8) ?? '5000,50000')
+  .split(',')
+  .map(Number);
 const runs = numberArg('runs', 5);
 
 for (const kind of backendsFromArgs()) {
@@ -114,7 +120,9 @@ for (const kind of backendsFromArgs()) {
       for (let i = 0; i < runs; i++) {
         const run = await measure(bench, chronos, pool, size, 'scheduleMany', round++);
         results.push(run);
-        log(`${kind} scheduleMany ${size}: ${run.ms} ms = ${run.timersPerSecond}/s (client ${run.clientCpuUsPerTimer} µs, pg ${run.postgresCpuUsPerTimer ?? '-'} µs a timer)`);
+        log(
+          `${kind} scheduleMany ${size}: ${run.ms} ms = ${run.timersPerSecond}/s (client ${run.clientCpuUsPerTimer} µs, pg ${run.postgresCpuUsPerTimer ?? '-'} µs a timer)`,
+        );
       }
     }
     const small = Math.min(...sizes);
@@ -127,7 +135,10 @@ for (const kind of backendsFromArgs()) {
       const rs = results.filter((r) => `${r.method} ${r.size}` === name);
       return {
         name,
-        medianTimersPerSecond: percentile(rs.map((r) => r.timersPerSecond), 50),
+        medianTimersPerSecond: percentile(
+          rs.map((r) => r.timersPerSecond),
+          50,
+        ),
         best: Math.max(...rs.map((r) => r.timersPerSecond)),
       };
     });
