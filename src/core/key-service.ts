@@ -14,6 +14,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { systemClock, type Clock } from '../clock.js';
 import { ChronosError, invalidInput, notFound } from '../errors.js';
 import { parseOwner, type Owner } from './owner.js';
+import { codePoints, isStorable } from './text.js';
 import type { Db, Executor } from '../store/db.js';
 import {
   keysCount,
@@ -66,7 +67,7 @@ export class KeyService {
   /** Creates a key for `ownerDid`. The key itself is returned here and never again. */
   async create(ownerDid: unknown, label: unknown = ''): Promise<{ key: string; record: ApiKey }> {
     const owner = parseOwner(ownerDid, 'owner');
-    if (typeof label !== 'string' || [...label].length > LABEL_MAX_CHARS || label.includes('\u0000')) {
+    if (typeof label !== 'string' || codePoints(label) > LABEL_MAX_CHARS || !isStorable(label)) {
       throw invalidInput('label', `a string of at most ${LABEL_MAX_CHARS} characters`, label);
     }
     const key = KEY_PREFIX + randomBytes(32).toString('base64url');

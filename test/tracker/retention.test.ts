@@ -17,6 +17,12 @@ import {
   useSinks,
 } from './support.js';
 
+const statusOf = sql('test_retention_status', 'SELECT status FROM chronos.alarms WHERE id = ANY($1::uuid[])');
+const olderStmt = sql(
+  'test_retention_older',
+  `UPDATE chronos.alarms SET updated_at = updated_at - $2::float8 * interval '1 millisecond' WHERE id = $1`,
+);
+
 const attemptsOf = sql(
   'test_tracker_attempts_of',
   `SELECT count(*)::int AS n FROM chronos.wake_attempts WHERE wake_id = $1`,
@@ -24,6 +30,9 @@ const attemptsOf = sql(
 
 describeEachBackend('tracker: retention', ({ t }) => {
   const { router, fallback } = useSinks();
+  const statuses = async (ids: string[]) =>
+    (await t.db.query<{ status: string }>(statusOf, [ids])).map((r) => r.status);
+  const olderBy = (id: string, ms: number) => t.db.query(olderStmt, [id, ms]);
   const DAY = 24 * 60 * MINUTE;
 
   it('finished wakes are pruned with their attempts once the retention period has passed, not before', async () => {
@@ -79,5 +88,30 @@ describeEachBackend('tracker: retention', ({ t }) => {
       [2, true],
       [1, false],
     ]);
+  });
+
+  it('finished alarms (fired, cancelled, failed) are deleted with their wakes and attempts after their own retention', async () => {
+    const ALARM_RETENTION = 30 * DAY;
+    const tracker = makeTracker(t.db, { router, fallback }, { alarmRetentionMs: ALARM_RETENTION });
+    const alarms = makeService(t.db);
+    const fired = await fire(t.db, { require_ack: false });
+    const failed = await fire(t.db, { require_ack: false, max_failures: 1 }, failingReceiver(false));
+    const { alarm: cancelled } = await alarms.create(OWNER, { inSeconds: 600 }, { source: 'api' });
+    await alarms.cancel(OWNER, { id: cancelled.id });
+    const { alarm: active } = await alarms.create(OWNER, { cron: '@daily' }, { source: 'api' });
+    const { alarm: paused } = await alarms.create(OWNER, { cron: '@daily' }, { source: 'api' });
+    await alarms.pause(OWNER, paused.id);
+    const ids = [fired.alarm.id, failed.alarm.id, cancelled.id, active.id, paused.id];
+    expect((await statuses(ids)).sort()).toEqual(['active', 'cancelled', 'failed', 'fired', 'paused']);
+
+    // Not yet: finished a moment ago.
+    expect((await tracker.runOnce()).prunedAlarms).toBe(0);
+    for (const id of ids) await olderBy(id, ALARM_RETENTION + MINUTE);
+    expect((await tracker.runOnce()).prunedAlarms).toBe(3);
+    // Only the active and the paused one are left; the others' wakes and attempts went with them.
+    expect((await statuses(ids)).sort()).toEqual(['active', 'paused']);
+    expect(await wakeRow(t.db, fired.wakeId)).toBeNull();
+    expect((await t.db.query(attemptsOf, [failed.wakeId]))[0]!.n).toBe(0);
+    expect((await tracker.runOnce()).prunedAlarms).toBe(0);
   });
 });
