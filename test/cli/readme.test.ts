@@ -48,7 +48,7 @@ afterAll(async () => {
 it('the README walk-through works as written: a first alarm created, listed, fired and acknowledged', async () => {
   const readme = await readFile(join(ROOT, 'README.md'), 'utf8');
   const blocks = walkthroughBlocks(readme);
-  expect(blocks).toHaveLength(2);
+  expect(blocks).toHaveLength(3);
   for (const block of blocks) expect(block).toContain('localhost:8080');
   const env = childEnv({ CHRONOS_DATA_DIR: data.dir });
   const local = (block: string) => block.replaceAll('localhost:8080', `localhost:${port}`);
@@ -79,6 +79,15 @@ it('the README walk-through works as written: a first alarm created, listed, fir
     status: 'acknowledged',
     ack_note: 'build checked',
   });
+
+  // Pause and resume: paused with no next fire, then active at the next weekday 09:00 in Paris.
+  const third = await bash(`source '${state}'\n${local(blocks[2]!)}`, env);
+  const [paused, resumed] = third.stdout.split(/(?<=\})(?=\{"alarm")/).map((text) => JSON.parse(text!).alarm);
+  expect(paused).toMatchObject({ label: 'standup', status: 'paused' });
+  expect(paused.next_fire_at).toBeUndefined();
+  expect(resumed).toMatchObject({ id: paused.id, status: 'active' });
+  expect(Date.parse(resumed.next_fire_at)).toBeGreaterThan(Date.now());
+  expect(new Date(resumed.next_fire_at).getUTCMinutes()).toBe(0);
 
   // Ctrl-C stops it cleanly.
   server.signal('SIGINT');
