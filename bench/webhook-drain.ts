@@ -123,6 +123,7 @@ function signCostUs(): number {
     attempt: 1,
     fireCount: 1,
     trigger: 'schedule',
+    traceparent: '',
     scheduledFor: new Date(),
     firedAt: new Date(),
     latenessMs: 3,

@@ -21,6 +21,7 @@ import { createLogger, type Logger } from './logger.js';
 import { controlMcpHandler } from './mcp/socket.js';
 import { answerMcpPost, jsonRpcError, MCP_PATH, STATELESS_METHODS } from './mcp/streamable.js';
 import { ChronosService } from './service.js';
+import { traceExportWanted, traceparentOf } from './tracing.js';
 
 /**
  * The API with MCP beside it: `/mcp` authenticated as `/v1` is (`Authorization: Bearer`, or the
@@ -49,7 +50,13 @@ export async function createApp(service: ChronosService, options: AppOptions = {
       await answerMcpPost(
         service,
         callerOf(request).owner,
-        { req: request.raw, res: reply.raw, text: body.text, value: body.value },
+        {
+          req: request.raw,
+          res: reply.raw,
+          text: body.text,
+          value: body.value,
+          trace: traceparentOf(request.span ?? undefined),
+        },
         request.log,
       );
     },
@@ -94,9 +101,13 @@ export interface RunningServer {
 }
 
 /** Opens the store, starts the API, the control socket and the loops. */
-export async function startServer(config: Config, options: { logger?: Logger } = {}): Promise<RunningServer> {
+export async function startServer(
+  config: Config,
+  options: { logger?: Logger; env?: Record<string, string | undefined> } = {},
+): Promise<RunningServer> {
   const logger = options.logger ?? createLogger(config.logLevel);
   await assertPortFree(config.host, config.port);
+  const traces = await startTracing(options.env ?? {}, logger);
   const socketPath = config.databaseUrl ? undefined : controlSocketPath(config.dataDir);
   const service = await ChronosService.open(config, {
     logger,
@@ -118,6 +129,7 @@ export async function startServer(config: Config, options: { logger?: Logger } =
     await app?.close().catch(() => {});
     await control?.close().catch(() => {});
     await service.close().catch(() => {});
+    await traces?.shutdown().catch(() => {});
     throw error;
   }
 
@@ -155,11 +167,40 @@ export async function startServer(config: Config, options: { logger?: Logger } =
         await Promise.all([app.close(), service.stop()]);
         await control?.close();
         await service.close();
+        await traces
+          ?.shutdown()
+          .catch((error: unknown) => logger.warn({ err: error }, 'trace export: flush failed'));
         logger.info('stopped');
       })();
       return closing;
     },
   };
+}
+
+/** Exports traces over OTLP when the OTEL_* variables ask for it (tracing-export.ts); null otherwise. */
+export async function startTracing(
+  env: Record<string, string | undefined>,
+  logger: Logger,
+): Promise<{ shutdown(): Promise<void> } | null> {
+  if (!traceExportWanted(env)) return null;
+  // Loaded only now: a server that exports no traces never loads the SDK.
+  const { startTraceExport } = await import('./tracing-export.js');
+  const exporting = startTraceExport(env);
+  const endpoint = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || env.OTEL_EXPORTER_OTLP_ENDPOINT;
+  // The origin only: a URL may carry credentials.
+  logger.info(
+    { endpoint: endpoint ? originOf(endpoint) : 'the exporter default' },
+    'exporting traces over OTLP',
+  );
+  return exporting;
+}
+
+function originOf(url: string): string {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return 'an unreadable URL';
+  }
 }
 
 function portInUse(config: Config): ChronosError {

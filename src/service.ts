@@ -40,6 +40,8 @@ import { serverSettingsWarning } from './store/server-settings.js';
 import { Tracker } from './tracker/tracker.js';
 import { ROUTER_QUEUE } from './types.js';
 
+export type { DatabaseStatus } from './store/db.js';
+
 /** A caller's open transaction, as the services take it (`tx` of the library's calls). */
 export type Transaction = Executor;
 

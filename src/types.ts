@@ -50,6 +50,8 @@ export interface Alarm {
   trigger: Trigger;
   /** For a manual fire of an active cron alarm: the scheduled occurrence it goes back to. */
   heldOccurrence: Date | null;
+  /** The W3C traceparent of the span that created it ('' without one): its deliveries continue that trace. */
+  traceparent: string;
   createdAt: Date;
   updatedAt: Date;
   lastFiredAt: Date | null;

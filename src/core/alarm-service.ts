@@ -8,6 +8,7 @@
  * per change — a batch of any size included. A refused call writes nothing. Refusals name core
  * fields (`inSeconds`, `3.cron` for the fourth of a batch); each door renames them for its caller.
  */
+import { context } from '@opentelemetry/api';
 import {
   ChronosError,
   Described,
@@ -20,6 +21,7 @@ import {
 import type { RawJson } from '../json.js';
 import { nextOccurrence } from '../schedule/next-occurrence.js';
 import { resolveSchedule } from '../schedule/resolve.js';
+import { contextOf, inSpan, traceparentOf } from '../tracing.js';
 import {
   alarmsBulkCancel,
   alarmsCancel,
@@ -72,6 +74,8 @@ export interface WriteOptions {
   source: AlarmSource;
   /** Run on the caller's transaction instead of the service's connection. */
   tx?: Executor;
+  /** The W3C traceparent of the request that asks (its server span); else the active context's. */
+  trace?: string;
 }
 
 export interface Created {
@@ -103,12 +107,27 @@ export class AlarmService {
     write: WriteOptions,
   ): Promise<Created[]> {
     if (items.length === 0) return [];
+    const attributes = { 'chronos.source': write.source, 'chronos.alarms': items.length };
+    // Each alarm keeps the create span's traceparent (without a tracer provider, the caller's).
+    return inSpan(
+      'chronos.create',
+      attributes,
+      (span) => this.#createMany(items, write, traceparentOf(span) || write.trace || ''),
+      contextOf(write.trace, context.active()),
+    );
+  }
+
+  async #createMany(
+    items: readonly { owner: Owner; spec: AlarmSpec }[],
+    write: WriteOptions,
+    traceparent: string,
+  ): Promise<Created[]> {
     const ex = write.tx ?? this.options.db;
     const now = await this.options.dbClock.now(ex);
     const errors: FieldError[] = [];
     const rows = items.map(({ owner, spec }, i) => {
       try {
-        return this.#newAlarm(owner, spec, now, write.source);
+        return this.#newAlarm(owner, spec, now, write.source, traceparent);
       } catch (error) {
         errors.push(...fieldErrorsOf(error, `${i}.`));
         return null;
@@ -289,7 +308,7 @@ export class AlarmService {
   }
 
   /** The row a spec makes, checked for meaning; throws `invalid_input` on core field names. */
-  #newAlarm(owner: Owner, spec: AlarmSpec, now: Date, source: AlarmSource): NewAlarm {
+  #newAlarm(owner: Owner, spec: AlarmSpec, now: Date, source: AlarmSource, traceparent: string): NewAlarm {
     const queue = spec.queue ?? (source === 'library' ? DEFAULT_QUEUE : ROUTER_QUEUE);
     const requireAck = spec.requireAck ?? source !== 'library';
     if (requireAck && queue !== ROUTER_QUEUE) {
@@ -317,6 +336,7 @@ export class AlarmService {
       maxFailures: spec.maxFailures ?? 5,
       requireAck,
       queue,
+      traceparent,
     };
   }
 

@@ -30,6 +30,15 @@ import {
 } from '../store/claims.js';
 import type { Db } from '../store/db.js';
 import type { Delivery, Fire, Receiver } from '../receivers/receiver.js';
+import {
+  contextOf,
+  inSpan,
+  SpanKind,
+  SpanStatusCode,
+  startSpan,
+  traceparentOf,
+  tracingOn,
+} from '../tracing.js';
 import { decideOutcome } from './outcome.js';
 import type { RetryPolicy } from './retry-policy.js';
 
@@ -229,7 +238,17 @@ export class Dispatcher {
   async #claim(limit: number): Promise<Claim[]> {
     if (limit <= 0) return [];
     const requestedAt = performance.now();
-    const claims = await alarmsClaimDue(this.#db, this.#queue, limit, this.#leaseMs);
+    const tracing = tracingOn();
+    const span = tracing
+      ? startSpan('chronos.claim', { 'chronos.queue': this.#queue, 'chronos.limit': limit })
+      : null;
+    let claims: Claim[];
+    try {
+      claims = await alarmsClaimDue(this.#db, this.#queue, limit, this.#leaseMs);
+      span?.setAttribute('chronos.claimed', claims.length);
+    } finally {
+      span?.end();
+    }
     this.#metrics?.claimSeconds.observe((performance.now() - requestedAt) / 1000);
     if (claims.length === 0) return claims;
     this.#metrics?.claims.inc(claims.length);
@@ -245,15 +264,15 @@ export class Dispatcher {
     const settled = () => {
       if (--left === 0) clearTimeout(timer);
     };
-    for (const claim of claims) this.#begin(claim, time, abort, settled);
+    for (const claim of claims) this.#begin(claim, time, abort, settled, tracing);
     return claims;
   }
 
-  #begin(claim: Claim, time: DbTime, abort: AbortController, settled: () => void): void {
+  #begin(claim: Claim, time: DbTime, abort: AbortController, settled: () => void, tracing: boolean): void {
     const flight: InFlight = { claim, abort, released: false, done: Promise.resolve() };
     this.#inFlight.set(claim.leaseToken, flight);
     this.#metrics?.inFlight.set(this.#inFlight.size);
-    flight.done = this.#deliver(flight, time).finally(() => {
+    flight.done = this.#deliver(flight, time, tracing).finally(() => {
       settled();
       this.#inFlight.delete(claim.leaseToken);
       this.#metrics?.inFlight.set(this.#inFlight.size);
@@ -261,11 +280,27 @@ export class Dispatcher {
     });
   }
 
-  async #deliver(flight: InFlight, time: DbTime): Promise<void> {
+  async #deliver(flight: InFlight, time: DbTime, tracing: boolean): Promise<void> {
     const { claim } = flight;
     const startedPerf = performance.now();
     const startedAt = time.at(startedPerf);
     const latenessMs = Math.max(0, startedAt.getTime() - claim.alarm.scheduledFor.getTime());
+    // A child of the span that created the alarm: one trace from the request to the webhook.
+    const span =
+      tracing && !claim.coalesced
+        ? startSpan(
+            'chronos.deliver',
+            {
+              'chronos.alarm_id': claim.alarm.id,
+              'chronos.wake_id': claim.wakeId,
+              'chronos.attempt': claim.attempt,
+              'chronos.lateness_ms': latenessMs,
+              'chronos.trigger': claim.alarm.trigger,
+            },
+            contextOf(claim.alarm.traceparent),
+            SpanKind.PRODUCER,
+          )
+        : null;
     let delivery: Delivery | 'coalesced';
     if (claim.coalesced) {
       delivery = 'coalesced';
@@ -276,6 +311,7 @@ export class Dispatcher {
         attempt: claim.attempt,
         fireCount: claim.fireCount,
         trigger: claim.alarm.trigger,
+        traceparent: (span && traceparentOf(span)) || claim.alarm.traceparent,
         scheduledFor: claim.alarm.scheduledFor,
         firedAt: startedAt,
         latenessMs,
@@ -289,6 +325,12 @@ export class Dispatcher {
         { receiver: this.#receiver.name },
         (performance.now() - startedPerf) / 1000,
       );
+      if (span) {
+        if (delivery.statusCode !== undefined)
+          span.setAttribute('http.response.status_code', delivery.statusCode);
+        if (!delivery.ok) span.setStatus({ code: SpanStatusCode.ERROR, message: delivery.error });
+        span.end();
+      }
     }
     if (flight.released) return;
     const finishedAt = time.at(performance.now());
@@ -339,7 +381,12 @@ export class Dispatcher {
       const batch = this.#pending;
       this.#pending = [];
       try {
-        const updated = await alarmsRecordOutcomes(this.#db, batch);
+        const updated = await inSpanIf(
+          tracingOn(),
+          'chronos.record',
+          { 'chronos.outcomes': batch.length },
+          () => alarmsRecordOutcomes(this.#db, batch),
+        );
         failingSince = null;
         for (const outcome of batch) {
           const fenced = !updated.has(outcome.alarmId);
@@ -367,4 +414,14 @@ export class Dispatcher {
       }
     }
   }
+}
+
+/** `fn` in a span when tracing is on; as it is otherwise (no span objects on the hot path). */
+function inSpanIf<T>(
+  on: boolean,
+  name: string,
+  attributes: Record<string, number>,
+  fn: () => Promise<T>,
+): Promise<T> {
+  return on ? inSpan(name, attributes, fn) : fn();
 }

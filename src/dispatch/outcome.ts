@@ -63,7 +63,13 @@ export function decideOutcome(
   const failureCount = alarm.failureCount + spent;
   const lastError = delivery.error.slice(0, 1_000);
   if (delivery.retryable && (spent === 0 || failureCount < alarm.maxFailures)) {
-    const delay = retryDelayMs(Math.max(1, failureCount), policy, random, delivery.retryAfterMs);
+    // An outage's retries back off by the attempts made, as the failures that count do.
+    const delay = retryDelayMs(
+      spent ? failureCount : Math.max(1, claim.attempt),
+      policy,
+      random,
+      delivery.retryAfterMs,
+    );
     const retryAt = new Date(times.finishedAt.getTime() + delay);
     const after: After = {
       status: 'active',

@@ -27,6 +27,7 @@ import type { ChronosService } from '../service.js';
 import { Authenticator } from '../core/authenticator.js';
 import './context.js';
 import { parseJsonBody } from './json-body.js';
+import { contextOf, SpanKind, SpanStatusCode, startSpan } from '../tracing.js';
 import { PROBLEM_TYPE, toProblem } from './problem.js';
 import { registerAlarmRoutes } from './routes/alarms.js';
 import { registerOperationRoutes } from './routes/operations.js';
@@ -88,6 +89,7 @@ export async function buildApp(service: AppService, options: AppOptions = {}): P
     state.closing = true;
   });
   app.decorateRequest('caller', null);
+  app.decorateRequest('span', null);
 
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => {
@@ -100,9 +102,19 @@ export async function buildApp(service: AppService, options: AppOptions = {}): P
 
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
+    const traceparent = request.headers.traceparent;
+    request.span = startSpan(
+      `${request.method} ${request.routeOptions.url ?? 'unmatched'}`,
+      { 'http.request.method': request.method, 'http.route': request.routeOptions.url ?? '' },
+      contextOf(typeof traceparent === 'string' ? traceparent : undefined),
+      SpanKind.SERVER,
+    );
   });
 
   app.addHook('onResponse', async (request, reply) => {
+    request.span?.setAttribute('http.response.status_code', reply.statusCode);
+    if (reply.statusCode >= 500) request.span?.setStatus({ code: SpanStatusCode.ERROR });
+    request.span?.end();
     const route = request.routeOptions.url ?? 'unmatched';
     const seconds = reply.elapsedTime / 1000;
     service.metrics.httpSeconds.observe(

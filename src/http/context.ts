@@ -5,11 +5,19 @@
 import type { FastifyRequest } from 'fastify';
 import { describeValue, invalidFields } from '../errors.js';
 import type { Caller } from '../core/authenticator.js';
+import { traceparentOf, type Span } from '../tracing.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
     caller: Caller | null;
+    /** The request's server span (a no-op one without a tracer provider). */
+    span: Span | null;
   }
+}
+
+/** How a route writes: from the API, in the trace of this request. */
+export function writeOf(request: FastifyRequest): { source: 'api'; trace: string } {
+  return { source: 'api', trace: traceparentOf(request.span ?? undefined) };
 }
 
 export function callerOf(request: FastifyRequest): Caller {

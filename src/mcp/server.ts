@@ -27,7 +27,7 @@ const INSTRUCTIONS = `Chronos is a durable timer: it wakes you (the agent) up la
 - schedule_alarm: be woken once (in_seconds from now, or at an RFC 3339 time with offset) or on a cron schedule in the user's IANA time zone. Write wake_message as instructions to your future self.
 - When a wake arrives, do what its instructions and wake_message say, then call ack_wake with its wake_id and a short note; an unacknowledged wake is nudged, then escalated to a human. list_wakes (status "delivered") finds wakes still waiting for your ack, e.g. after a new session.
 - list_alarms / get_alarm to look, reschedule_alarm to change, pause_alarm / resume_alarm to hold and restart, cancel_alarm to stop for good.
-Every answer carries server_time (UTC, the server's clock): use it to work out relative times. next_fires shows coming fires in the alarm's zone: check them.`;
+Every answer carries server_time (UTC, the database's clock, which decides when alarms are due): use it to work out relative times. next_fires shows coming fires in the alarm's zone: check them.`;
 
 // Built once: the JSON Schema each tool publishes is computed at load, not per request.
 const INPUTS = new Map(TOOLS.map((tool) => [tool, published(tool.input)]));
@@ -37,6 +37,8 @@ export interface McpServerOptions {
   rawPayloads?: RawPayloads;
   /** A sentence about this server for the model (which store it opened), after the instructions. */
   about?: string;
+  /** The W3C traceparent of the HTTP request this server answers, or ''. */
+  trace?: string;
 }
 
 /** A new MCP server acting for `owner`. Connect it to exactly one transport. */
@@ -64,6 +66,7 @@ export function createMcpServer(
         const context: ToolContext = {
           service,
           owner,
+          trace: options.trace ?? '',
           rawPayload: (parsed) =>
             parsed === undefined ? undefined : options.rawPayloads?.take(extra.requestId, parsed),
         };

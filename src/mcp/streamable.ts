@@ -22,17 +22,19 @@ export interface McpExchange {
   /** The request body as sent, and parsed (undefined when empty). */
   text: string;
   value: unknown;
+  /** The W3C traceparent of the HTTP request, when it is traced. */
+  trace?: string;
 }
 
 export async function answerMcpPost(
   service: McpService,
   owner: Owner,
-  { req, res, text, value }: McpExchange,
+  { req, res, text, value, trace }: McpExchange,
   logger: { error(details: object, message: string): void },
 ): Promise<void> {
   const rawPayloads = new RawPayloads();
   rawPayloads.note(text, value);
-  const server = createMcpServer(service, owner, { rawPayloads });
+  const server = createMcpServer(service, owner, { rawPayloads, trace });
   const transport = new StreamableHTTPServerTransport({
     sessionIdGenerator: undefined,
     enableJsonResponse: true,

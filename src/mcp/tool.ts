@@ -19,6 +19,8 @@ export interface ToolContext {
   owner: Owner;
   /** The raw JSON text of `arguments.payload` in this call, when the transport kept it (I4). */
   rawPayload(parsed: unknown): string | undefined;
+  /** The W3C traceparent of the request that carried the call (MCP over HTTP), or ''. */
+  trace: string;
 }
 
 export interface ChronosTool {

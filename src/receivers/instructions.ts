@@ -31,7 +31,7 @@ export function fireInstructions(fire: Fire): string {
       ? `Chronos woke you for ${named(fire)}: someone fired it by hand just now (not on its schedule).`
       : `Chronos woke you for ${named(fire)}, due ${fire.scheduledFor.toISOString()}.`;
   const ack = fire.alarm.requireAck
-    ? `${howToAck(fire)} Until then you will be reminded once, and then a person will be told.`
+    ? `${howToAck(fire)} Until then you will be reminded once, and then it may be escalated to a person.`
     : 'No acknowledgement is needed.';
   return `${why} ${message(fire)}\n\nAct on it now. ${ack}`;
 }
@@ -41,6 +41,6 @@ export function nudgeInstructions(fire: Fire): string {
   return (
     `Reminder: Chronos woke you for ${named(fire)} at ${fire.firedAt.toISOString()} and it has not been ` +
     `acknowledged yet. ${message(fire)}\n\nIf you have already acted on it, just acknowledge it. ` +
-    `Otherwise act on it now. ${howToAck(fire)} Without an acknowledgement a person will be told soon.`
+    `Otherwise act on it now. ${howToAck(fire)} An unacknowledged wake is escalated to a person.`
   );
 }

@@ -12,6 +12,8 @@ export interface Fire {
   fireCount: number;
   /** What brought this wake: the schedule, or a "fire now". */
   trigger: Trigger;
+  /** The W3C traceparent to carry (the deliver span's, or the creating request's), or ''. */
+  traceparent: string;
   scheduledFor: Date;
   /** When this attempt started, by the database clock. */
   firedAt: Date;

@@ -23,6 +23,7 @@ const fire: Fire = {
   attempt: 2,
   fireCount: 1,
   trigger: 'schedule',
+  traceparent: '',
   scheduledFor: new Date('2027-03-14T07:00:00.000Z'),
   firedAt: new Date('2027-03-14T07:00:00.012Z'),
   latenessMs: 12.4,
@@ -49,7 +50,7 @@ describe('wakeBody', () => {
     expect(instructions).toContain('line 1\u2028line 2 🦀');
     expect(instructions).toContain(`call the ack_wake tool with wake_id "${fire.wakeId}"`);
     expect(instructions).toContain(`POST /v1/wakes/${fire.wakeId}/ack`);
-    expect(instructions).toContain('reminded once, and then a person will be told');
+    expect(instructions).toContain('reminded once, and then it may be escalated to a person');
   });
 
   it('says when no acknowledgement is needed, and when the fire was by hand', () => {

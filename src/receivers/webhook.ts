@@ -132,6 +132,8 @@ export class WebhookReceiver implements Receiver {
         url: this.#options.url,
         msgId: fire.wakeId,
         body: wakeBody(fire),
+        // The trace of the request that created the alarm continues at the router.
+        headers: fire.traceparent ? { traceparent: fire.traceparent } : undefined,
         secrets: this.#options.secrets,
         timeoutMs: this.#options.timeoutMs,
         signal,

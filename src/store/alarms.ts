@@ -24,7 +24,7 @@ export const dueChannel = (schema: string): string => channel(schema, 'due');
 
 const COLUMN_NAMES = `owner_did user_id label kind fire_at cron_expr timezone next_fire_at scheduled_for
   conversation_id wake_message status idempotency_key max_failures failure_count last_error claimed_at require_ack
-  source queue trigger held_occurrence created_at updated_at last_fired_at`.split(/\s+/);
+  source queue trigger held_occurrence traceparent created_at updated_at last_fired_at`.split(/\s+/);
 
 /** The columns an AlarmRow is read from, of the row aliased `alias` (or unaliased). */
 export function alarmColumns(alias = ''): string {
@@ -66,6 +66,7 @@ export interface AlarmRow {
   queue: string;
   trigger: Trigger;
   held_occurrence: Date | null;
+  traceparent: string;
   created_at: Date;
   updated_at: Date;
   last_fired_at: Date | null;
@@ -97,6 +98,7 @@ export function toAlarm(row: AlarmRow): Alarm {
     queue: row.queue,
     trigger: row.trigger,
     heldOccurrence: row.held_occurrence,
+    traceparent: row.traceparent,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
     lastFiredAt: row.last_fired_at,
@@ -124,6 +126,8 @@ export interface NewAlarm extends ScheduleColumns {
   maxFailures: number;
   requireAck: boolean;
   queue: string;
+  /** The W3C traceparent of the span that created it, or ''. */
+  traceparent: string;
 }
 
 /** Per-owner limits checked by the insert itself, for one owner; 0 = unlimited. */
@@ -164,17 +168,20 @@ const insertMany = sql(
                  ORDER BY created_at DESC LIMIT $20) l) r
    ), ins AS (
      INSERT INTO chronos.alarms (id, owner_did, user_id, label, kind, fire_at, cron_expr, timezone, next_fire_at,
-       scheduled_for, conversation_id, wake_message, payload, idempotency_key, max_failures, require_ack, source, queue)
+       scheduled_for, conversation_id, wake_message, payload, idempotency_key, max_failures, require_ack, source, queue,
+       traceparent)
      SELECT u.id, u.owner_did, u.user_id, u.label, u.kind,
        timestamptz 'epoch' + u.fire_ms * interval '1 millisecond', u.cron_expr, u.timezone,
        timestamptz 'epoch' + u.next_ms * interval '1 millisecond',
        timestamptz 'epoch' + u.next_ms * interval '1 millisecond',
        u.conversation_id, u.wake_message, u.payload::jsonb, u.idempotency_key, u.max_failures, u.require_ack,
-       $17, u.queue
+       $17, u.queue, u.traceparent
      FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int8[], $7::text[], $8::text[],
-            $9::int8[], $10::text[], $11::text[], $12::text[], $13::text[], $14::int[], $15::bool[], $16::text[])
+            $9::int8[], $10::text[], $11::text[], $12::text[], $13::text[], $14::int[], $15::bool[], $16::text[],
+            $24::text[])
           WITH ORDINALITY AS u(id, owner_did, user_id, label, kind, fire_ms, cron_expr, timezone, next_ms,
-            conversation_id, wake_message, payload, idempotency_key, max_failures, require_ack, queue, ord),
+            conversation_id, wake_message, payload, idempotency_key, max_failures, require_ack, queue, traceparent,
+            ord),
           quota
      WHERE ($20 = 0 OR quota.recent + $22 <= $20) AND ($21 = 0 OR quota.active + $22 <= $21)
      ORDER BY u.ord
@@ -265,6 +272,7 @@ export async function alarmsInsert(
     quotas.maxActiveAlarms,
     n,
     'active',
+    col((a) => a.traceparent),
   ]);
   const first = rows[0];
   if (first && !first.id) {
@@ -330,6 +338,7 @@ function written(a: NewAlarm, id: string, payload: string, source: AlarmSource, 
     queue: a.queue,
     trigger: 'schedule',
     heldOccurrence: null,
+    traceparent: a.traceparent,
     createdAt,
     updatedAt: createdAt,
     lastFiredAt: null,

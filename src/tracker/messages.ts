@@ -29,6 +29,7 @@ export function nudgeFire(claim: NudgeClaim): Fire {
     attempt: claim.attempt,
     fireCount: claim.fireCount,
     trigger: claim.trigger,
+    traceparent: claim.alarm.traceparent,
     scheduledFor: claim.scheduledFor,
     firedAt: claim.firedAt,
     latenessMs: Math.max(0, lateness),

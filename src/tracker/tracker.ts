@@ -189,7 +189,10 @@ export class Tracker {
 
     const nudges = await wakesClaimNudges(this.#db, { nudgeAfterMs: this.#nudgeAfterMs, limit, leaseMs });
     await this.#stage('nudge', nudges, pass, (c, signal) => {
-      if (routerUrl) return this.#post(routerUrl, 'router', nudgeId(c.wakeId), nudgeBody(c), signal);
+      if (routerUrl) {
+        const trace = c.alarm.traceparent ? { traceparent: c.alarm.traceparent } : undefined;
+        return this.#post(routerUrl, 'router', nudgeId(c.wakeId), nudgeBody(c), signal, trace);
+      }
       const fire = nudgeFire(c);
       this.#logger.info(
         {
@@ -405,11 +408,13 @@ export class Tracker {
     msgId: string,
     body: string,
     signal: AbortSignal,
+    headers?: Record<string, string>,
   ): Promise<SignedDelivery> {
     return postSigned({
       url,
       msgId,
       body,
+      headers,
       secrets: this.#secrets,
       // Given up well before the lease lapses, so a hung receiver never lets a second tracker in.
       timeoutMs: Math.min(this.#timeoutMs, Math.max(1, Math.floor(this.#leaseMs * 0.8))),

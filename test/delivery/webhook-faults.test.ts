@@ -196,6 +196,7 @@ describeEachBackend('webhook delivery: router faults', ({ t }) => {
         attempt: claim!.attempt,
         fireCount: claim!.fireCount,
         trigger: 'schedule',
+        traceparent: '',
         scheduledFor: claim!.alarm.scheduledFor,
         firedAt: claim!.dbNow,
         latenessMs: claim!.dbNow.getTime() - claim!.alarm.scheduledFor.getTime(),

@@ -30,7 +30,7 @@ SIGTERM or SIGINT stops it gracefully; a second signal exits at once.`,
     readArgs(args, {});
     const config = loadConfig(io.env);
     const logger = createLogger(config.logLevel);
-    const server = await startServer(config, { logger });
+    const server = await startServer(config, { logger, env: io.env });
     const signal = await new Promise<NodeJS.Signals>((resolve) => {
       process.once('SIGTERM', resolve);
       process.once('SIGINT', resolve);

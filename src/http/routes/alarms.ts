@@ -9,7 +9,7 @@ import type { AlarmService } from '../../core/alarm-service.js';
 import { inWireNames, readAlarmBody, readBatchBody, readBulkCancelBody } from '../../wire/alarm-input.js';
 import { readNoFields } from '../../wire/fields.js';
 import { alarmView } from '../../wire/views.js';
-import { callerOf, checkQuery } from '../context.js';
+import { callerOf, checkQuery, writeOf } from '../context.js';
 import { bodyOf, sendJson } from '../json-body.js';
 
 type IdParams = { Params: { id: string } };
@@ -18,7 +18,7 @@ export function registerAlarmRoutes(app: FastifyInstance, alarms: AlarmService):
   app.post('/alarms', async (request, reply) => {
     const body = bodyOf(request);
     const spec = readAlarmBody(body.value, { create: true, rawPayload: body.rawMember('payload') });
-    const { alarm, deduped } = await alarms.create(callerOf(request).owner, spec, { source: 'api' });
+    const { alarm, deduped } = await alarms.create(callerOf(request).owner, spec, writeOf(request));
     return sendJson(reply, deduped ? 200 : 201, { alarm: alarmView(alarm), deduped });
   });
 
@@ -29,7 +29,7 @@ export function registerAlarmRoutes(app: FastifyInstance, alarms: AlarmService):
     const created = await alarms
       .createMany(
         specs.map((spec) => ({ owner, spec })),
-        { source: 'api' },
+        writeOf(request),
       )
       .catch((error: unknown) => Promise.reject(inWireNames(error, 'alarms')));
     const results = created.map(({ alarm, deduped }) => ({ alarm: alarmView(alarm), deduped }));

@@ -4,7 +4,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import type { ChronosService } from '../../service.js';
-import type { DatabaseStatus } from '../../store/db.js';
+import type { DatabaseStatus } from '../../service.js';
 import { openApiDocument } from '../openapi.js';
 
 export function registerOperationRoutes(

@@ -8,7 +8,7 @@ export const listAlarms: ChronosTool = {
   title: 'List your alarms',
   description: `List your alarms, newest first: to find an alarm's id, or to see what is already scheduled before scheduling more. Read-only.
 
-Filter with status: "active" (still to fire), "fired" (one-shots that went off), "cancelled" or "failed". Pages hold up to limit alarms (1 to 200, default 50); when next_cursor is not null, call again with cursor set to it for the next page. Times are UTC; next_fire_at is shown only for active alarms.
+Filter with status: "active" (still to fire), "paused" (kept, not firing until resumed), "fired" (one-shots that went off), "cancelled" or "failed".
 
 Example: {"status": "active", "limit": 20}`,
   input: listAlarmsInput,

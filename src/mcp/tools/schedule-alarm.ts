@@ -24,9 +24,9 @@ Example: {"in_seconds": 600, "label": "tea", "wake_message": "Tell the user thei
   input: scheduleAlarmInput,
   output: scheduleAlarmOutput,
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
-  async run(args, { service, owner, rawPayload }) {
+  async run(args, { service, owner, rawPayload, trace }) {
     const spec = readAlarmBody(args, { create: true, rawPayload: rawPayload(args.payload) });
-    const { alarm, deduped } = await service.alarms.create(owner, spec, { source: 'mcp' });
+    const { alarm, deduped } = await service.alarms.create(owner, spec, { source: 'mcp', trace });
     return { alarm: alarmView(alarm), deduped, next_fires: upcomingFires(alarm) };
   },
 };
