@@ -55,6 +55,13 @@ export interface ChronosOptions {
   pooler?: 'none' | 'transaction';
   /** A URL that reaches PostgreSQL directly, for LISTEN, when `databaseUrl` goes through a pooler. */
   listenUrl?: string;
+  /**
+   * How long a finished timer (fired, cancelled, failed) is kept, with its fires, before a
+   * `work()` of its queue deletes it — freeing its key (default 30 days; 0: at the next pass).
+   */
+  finishedTimerRetentionMs?: number;
+  /** How long the record of one fire is kept, for a timer still running (default 7 days). */
+  fireRetentionMs?: number;
 }
 
 export interface TimerSpec {
@@ -186,6 +193,19 @@ function connectionOptions(options: ChronosOptions): {
   return { dbPooler: pooler, listenUrl: options.listenUrl };
 }
 
+/** A retention option: a whole number of milliseconds, 0 or more, or absent. */
+function retentionOption(
+  options: ChronosOptions,
+  name: 'finishedTimerRetentionMs' | 'fireRetentionMs',
+): number | undefined {
+  const value = options[name];
+  if (value === undefined) return undefined;
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
+    throw invalidInput(name, 'a whole number of milliseconds, 0 or more', value);
+  }
+  return value;
+}
+
 /** A core path in the library's names, under `prefix` (`specs.3`). */
 const libraryPath = (prefix: string) => (path: string) => {
   const [head, ...rest] = path.split('.');
@@ -211,9 +231,12 @@ export async function createChronos(options: ChronosOptions): Promise<Chronos> {
   }
   const connection = connectionOptions(options);
   const pollIntervalMs = options.pollIntervalMs ?? 1_000;
+  const defaults = loadConfig({});
   const config = {
-    ...loadConfig({}),
+    ...defaults,
     ...connection,
+    alarmRetentionMs: retentionOption(options, 'finishedTimerRetentionMs') ?? defaults.alarmRetentionMs,
+    retentionMs: retentionOption(options, 'fireRetentionMs') ?? defaults.retentionMs,
     databaseUrl: options.databaseUrl,
     dataDir: options.dataDir ?? './.chronos',
     schema: options.schema ?? 'chronos',
@@ -296,11 +319,13 @@ export async function createChronos(options: ChronosOptions): Promise<Chronos> {
         concurrency: work.concurrency,
         retry: { baseMs: work.retryBaseMs ?? 1_000, maxMs: work.retryMaxMs ?? 3_600_000 },
       });
-      const started = dispatcher.start();
+      // Nothing else deletes this queue's finished timers when no `chronos serve` shares the database.
+      const pruner = service.pruner([queue]);
+      const started = Promise.all([dispatcher.start(), pruner.start()]);
       const worker: Worker = {
         async stop(graceMs) {
           await started;
-          await dispatcher.stop(graceMs);
+          await Promise.all([dispatcher.stop(graceMs), pruner.close()]);
           workers.delete(worker);
         },
         runOnce: () => dispatcher.runOnce(),

@@ -233,6 +233,25 @@ export class ChronosService {
     });
   }
 
+  /**
+   * Retention alone for `queues` (a library worker's own): their finished alarms and wakes are
+   * deleted after the configured periods, one pass a minute; nothing is sent. Started by its owner.
+   */
+  pruner(queues: readonly string[]): Tracker {
+    const { config } = this;
+    return new Tracker({
+      db: this.#db,
+      clock: this.clock,
+      logger: this.logger.child({ loop: 'pruner' }),
+      nudgeAfterMs: config.nudgeAfterMs,
+      escalateAfterMs: config.escalateAfterMs,
+      retentionMs: config.retentionMs,
+      alarmRetentionMs: config.alarmRetentionMs,
+      intervalMs: Math.max(config.trackerIntervalMs, 60_000),
+      pruneOnly: { queues },
+    });
+  }
+
   /** Starts what `chronos serve` runs: the router's dispatcher, the tracker, the key watch. */
   async start(): Promise<void> {
     if (this.#started) return;

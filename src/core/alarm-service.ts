@@ -285,11 +285,17 @@ export class AlarmService {
     throw notNow(current, 'only an active or paused alarm can be fired now');
   }
 
-  /** A failed alarm becomes active again, its failures forgotten, due now. */
+  /**
+   * A failed alarm becomes active again, its failures forgotten, due now — within the owner's
+   * `max_active_alarms`, as a create would be.
+   */
   async retry(owner: Owner, id: string): Promise<Alarm> {
-    const retried = await alarmsRetry(this.options.db, owner.did, uuidOf(id));
+    const { maxActiveAlarms } = this.options.quotas;
+    const retried = await alarmsRetry(this.options.db, owner.did, uuidOf(id), maxActiveAlarms);
     if (retried) return retried;
-    throw notNow(await this.get(owner, id), 'only a failed alarm can be retried');
+    const current = await this.get(owner, id);
+    if (current.status === 'failed') throw maxActiveExceeded(maxActiveAlarms);
+    throw notNow(current, 'only a failed alarm can be retried');
   }
 
   /** Cancels the owner's active and paused alarms matching every filter, in one statement. */
@@ -356,11 +362,7 @@ export class AlarmService {
         { limit: 'create_rate', retryAfterSeconds: result.retryAfterSeconds },
       );
     }
-    throw new ChronosError(
-      'quota',
-      `max_active_alarms: at most ${maxActiveAlarms} active alarms per owner; cancel some first`,
-      { limit: 'max_active_alarms', retryAfterSeconds: 60 },
-    );
+    throw maxActiveExceeded(maxActiveAlarms);
   }
 
   /** The quotas to check for a create by these owners, or null when none apply. */
@@ -482,4 +484,13 @@ function hasUnpairedSurrogateEscape(text: string): boolean {
     pendingHigh = high;
   }
   return pendingHigh;
+}
+
+/** An owner at their `max_active_alarms` (active and paused alarms count). */
+function maxActiveExceeded(maxActiveAlarms: number): ChronosError {
+  return new ChronosError(
+    'quota',
+    `max_active_alarms: at most ${maxActiveAlarms} active or paused alarms per owner; cancel some first`,
+    { limit: 'max_active_alarms', retryAfterSeconds: 60 },
+  );
 }

@@ -159,7 +159,7 @@ const insertMany = sql(
   `WITH quota AS (
      SELECT r.n AS recent, r.reset_s AS rate_reset_s,
        CASE WHEN $19::text IS NULL OR $21 = 0 THEN 0
-            ELSE (SELECT count(*) FROM chronos.alarms WHERE owner_did = $19 AND status = $23)::int END AS active
+            ELSE (SELECT count(*) FROM chronos.alarms WHERE owner_did = $19 AND status = ANY($23::text[]))::int END AS active
      FROM (SELECT count(*)::int AS n,
              extract(epoch FROM (min(created_at) + interval '1 minute' - now()))::float8 AS reset_s
            FROM (SELECT created_at FROM chronos.alarms
@@ -216,6 +216,9 @@ export type InsertResult =
   | { quota: 'create_rate'; retryAfterSeconds: number }
   | { quota: 'max_active_alarms' };
 
+/** The alarms an owner's `max_active_alarms` counts: a paused one is still theirs to resume. */
+const LIVE_STATUSES = ['active', 'paused'];
+
 const NO_QUOTAS: InsertQuotas = { ownerDid: '', maxActiveAlarms: 0, createRatePerMinute: 0 };
 
 /**
@@ -271,7 +274,7 @@ export async function alarmsInsert(
     quotas.createRatePerMinute,
     quotas.maxActiveAlarms,
     n,
-    'active',
+    LIVE_STATUSES,
     col((a) => a.traceparent),
   ]);
   const first = rows[0];
@@ -512,18 +515,29 @@ export function alarmsFire(
   return updateOne(ex, { id: fire, key: fire }, ownerDid, { id }, [Math.round(leaseMs)]);
 }
 
-// One UPDATE: a failed alarm is active again with its failures forgotten, due now, with a fresh wake.
+// One UPDATE: a failed alarm is active again with its failures forgotten, due now, with a fresh
+// wake — while the owner has fewer than $3 live alarms (0: no limit).
 const retry = sql(
   'alarms_retry',
   `UPDATE chronos.alarms SET status = 'active', failure_count = 0, last_error = '',
      next_fire_at = now(), scheduled_for = now(), ${LET_GO}
    WHERE ${BY_REF.id} AND status = 'failed'
+     AND ($3::int = 0 OR (SELECT count(*) FROM chronos.alarms
+                          WHERE owner_did = $2 AND status = ANY($4::text[])) < $3::int)
    RETURNING ${COLUMNS}, pg_notify('chronos_due', queue) AS notified`,
 );
 
-/** Makes a failed alarm active again, due now; null when it is not failed. */
-export function alarmsRetry(ex: Executor, ownerDid: string, id: string): Promise<Alarm | null> {
-  return updateOne(ex, { id: retry, key: retry }, ownerDid, { id });
+/**
+ * Makes a failed alarm active again, due now; null when it is not failed, or when the owner
+ * already has `maxActiveAlarms` live alarms (0: no limit).
+ */
+export function alarmsRetry(
+  ex: Executor,
+  ownerDid: string,
+  id: string,
+  maxActiveAlarms: number,
+): Promise<Alarm | null> {
+  return updateOne(ex, { id: retry, key: retry }, ownerDid, { id }, [maxActiveAlarms, LIVE_STATUSES]);
 }
 
 // One UPDATE for all of them: an owner's active and paused alarms matching every filter given
@@ -651,29 +665,40 @@ export async function alarmsCountByStatus(ex: Executor): Promise<Record<AlarmSta
 }
 
 // Retention: deletes a batch of finished alarms (fired, cancelled, failed) whose last change is
-// older than $1 ms, with their wakes and the wakes' attempts, oldest first. A finished alarm is
-// never claimed, so nothing in flight refers to it.
-const prune = sql(
-  'alarms_prune_finished',
-  `WITH gone AS (
-     SELECT id FROM chronos.alarms
-     WHERE status IN ('fired', 'cancelled', 'failed') AND updated_at < now() - $1::float8 * interval '1 millisecond'
-     ORDER BY updated_at LIMIT $2
-     FOR UPDATE SKIP LOCKED
-   ), attempts AS (
-     DELETE FROM chronos.wake_attempts t USING chronos.wakes w, gone
-     WHERE t.wake_id = w.id AND w.alarm_id = gone.id
-   ), wakes AS (
-     DELETE FROM chronos.wakes w USING gone WHERE w.alarm_id = gone.id
-   )
-   DELETE FROM chronos.alarms a USING gone WHERE a.id = gone.id
-   RETURNING a.id`,
-);
+// older than $1 ms, with their wakes and the wakes' attempts, oldest first — of every queue, or
+// only of the queues in $3. A finished alarm is never claimed, so nothing in flight refers to it.
+const pruneStatement = (name: string, scope: string) =>
+  sql(
+    name,
+    `WITH gone AS (
+       SELECT id FROM chronos.alarms
+       WHERE status IN ('fired', 'cancelled', 'failed') AND updated_at < now() - $1::float8 * interval '1 millisecond'
+         ${scope}
+       ORDER BY updated_at LIMIT $2
+       FOR UPDATE SKIP LOCKED
+     ), attempts AS (
+       DELETE FROM chronos.wake_attempts t USING chronos.wakes w, gone
+       WHERE t.wake_id = w.id AND w.alarm_id = gone.id
+     ), wakes AS (
+       DELETE FROM chronos.wakes w USING gone WHERE w.alarm_id = gone.id
+     )
+     DELETE FROM chronos.alarms a USING gone WHERE a.id = gone.id
+     RETURNING a.id`,
+  );
+const prune = pruneStatement('alarms_prune_finished', '');
+const pruneQueues = pruneStatement('alarms_prune_finished_of_queues', 'AND queue = ANY($3::text[])');
 
-/** Deletes one batch of finished alarms past retention (and their wakes); returns how many. */
+/**
+ * Deletes one batch of finished alarms past retention (and their wakes); returns how many. With
+ * `queues`, only those queues' alarms (a library worker prunes its own).
+ */
 export async function alarmsPruneFinished(
   ex: Executor,
-  options: { retentionMs: number; limit: number },
+  options: { retentionMs: number; limit: number; queues?: readonly string[] },
 ): Promise<number> {
-  return (await ex.query(prune, [options.retentionMs, options.limit])).length;
+  const { retentionMs, limit, queues } = options;
+  const rows = await (queues
+    ? ex.query(pruneQueues, [retentionMs, limit, queues])
+    : ex.query(prune, [retentionMs, limit]));
+  return rows.length;
 }

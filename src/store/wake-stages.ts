@@ -339,26 +339,37 @@ export async function wakesRecordStage(
 /**
  * Deletes up to $2 finished wakes whose retention period ($1 ms) is over, oldest first, with
  * their attempts: acknowledged ones (from the ack), failed ones (from the fire), delivered ones
- * that need no ack (from the delivery) or that were escalated (from the escalation). A pending
- * wake, and a delivered one still waiting for its ack and not escalated, is never deleted.
+ * that need no ack (from the delivery) or that were escalated (from the escalation) — of every
+ * queue's alarms, or only of those in $3. A pending wake, and a delivered one still waiting for
+ * its ack and not escalated, is never deleted.
  */
-const prune = sql(
-  'wakes_prune',
-  `DELETE FROM chronos.wakes WHERE id = ANY(ARRAY(
-     SELECT id FROM chronos.wakes
-     WHERE status <> 'pending' AND (${RETENTION_FROM}) < now() - $1::float8 * ${MS}
-     ORDER BY (${RETENTION_FROM})
-     LIMIT $2
-     FOR UPDATE SKIP LOCKED))
-   RETURNING id::text AS id`,
+const pruneStatement = (name: string, scope: string) =>
+  sql(
+    name,
+    `DELETE FROM chronos.wakes WHERE id = ANY(ARRAY(
+       SELECT id FROM chronos.wakes w
+       WHERE status <> 'pending' AND (${RETENTION_FROM}) < now() - $1::float8 * ${MS}
+         ${scope}
+       ORDER BY (${RETENTION_FROM})
+       LIMIT $2
+       FOR UPDATE SKIP LOCKED))
+     RETURNING id::text AS id`,
+  );
+const prune = pruneStatement('wakes_prune', '');
+const pruneQueues = pruneStatement(
+  'wakes_prune_of_queues',
+  'AND EXISTS (SELECT 1 FROM chronos.alarms a WHERE a.id = w.alarm_id AND a.queue = ANY($3::text[]))',
 );
 
-/** Prunes one batch; returns how many wakes it deleted. */
+/** Prunes one batch (with `queues`, only their alarms' wakes); returns how many wakes it deleted. */
 export async function wakesPrune(
   ex: Executor,
-  options: { retentionMs: number; limit: number },
+  options: { retentionMs: number; limit: number; queues?: readonly string[] },
 ): Promise<number> {
-  const rows = await ex.query(prune, [options.retentionMs, options.limit]);
+  const { retentionMs, limit, queues } = options;
+  const rows = await (queues
+    ? ex.query(pruneQueues, [retentionMs, limit, queues])
+    : ex.query(prune, [retentionMs, limit]));
   return rows.length;
 }
 

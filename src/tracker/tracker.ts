@@ -5,7 +5,7 @@
  * retention periods.
  *
  * Nothing is held in memory: each pass derives what is due from the wakes' own timestamps and
- * the database's `now()` (`fired_at` + `nudgeAfterMs`, `fired_at` + `escalateAfterMs`, an
+ * the database's `now()` (`delivered_at` + `nudgeAfterMs`, `fired_at` + `escalateAfterMs`, an
  * acknowledged wake without a receipt), claims it with one conditional `UPDATE … RETURNING` per
  * batch, sends, and records the outcome under the claim's token. A restart needs no re-arming;
  * any number of trackers may run against one database.
@@ -15,11 +15,12 @@
  *   and a tracker that dies mid-send leaves a lease that lapses, so the stage is sent again:
  *   never lost, possibly twice (receivers deduplicate on `webhook-id`);
  * - an escalation counts as done only when the fallback answered 2xx;
- * - timings are measured from the fire, so a slow or broken router cannot postpone escalation.
+ * - a nudge counts from the wake's delivery (a wake never delivered is never nudged), escalation
+ *   from its fire, so a slow or broken router cannot postpone escalation.
  *
  * What it does not do: send anything to a fallback URL that is not configured (escalations and
  * receipts then wait in the table, logged and counted as backlog), or nudge/escalate a wake its
- * owner withdrew (see src/store/tracker.ts). docs/tracker.md has the whole story.
+ * owner withdrew (see src/store/wake-stages.ts). docs/tracker.md has the whole story.
  */
 import type { Agent } from 'undici';
 import { systemClock, type Clock } from '../clock.js';
@@ -86,6 +87,11 @@ export interface TrackerOptions {
   metrics?: Metrics;
   /** Finished wakes deleted per statement. */
   pruneBatchSize?: number;
+  /**
+   * Only retention, of these queues' alarms and wakes: no nudges, escalations or receipts (they
+   * are `chronos serve`'s). What a library worker runs for its queue.
+   */
+  pruneOnly?: { queues: readonly string[] };
 }
 
 /** What one pass did. */
@@ -123,6 +129,7 @@ export class Tracker {
   readonly #logger: Logger;
   readonly #metrics: Metrics | undefined;
   readonly #pruneBatchSize: number;
+  readonly #pruneOnly: { queues: readonly string[] } | undefined;
   /** Keep-alive connections to the router and the fallback URL; closed by close(). */
   readonly #agent: Agent = createDeliveryAgent({ connections: 16 });
 
@@ -153,12 +160,13 @@ export class Tracker {
     this.#logger = options.logger ?? silentLogger;
     this.#metrics = options.metrics;
     this.#pruneBatchSize = options.pruneBatchSize ?? 500;
+    this.#pruneOnly = options.pruneOnly;
     this.#metrics?.onScrape(() => this.#collect());
   }
 
   /**
-   * One pass: escalations, then nudges, then receipts, then one batch of pruning. Tests call
-   * this directly instead of starting the loop. A failed send is counted and retried later; a
+   * One pass: escalations, then nudges, then receipts, then one batch of pruning (only that,
+   * with `pruneOnly`). Tests call this directly instead of starting the loop. A failed send is counted and retried later; a
    * database error is thrown (the loop logs it and tries again).
    */
   async runOnce(): Promise<TrackerPass> {
@@ -171,6 +179,13 @@ export class Tracker {
       prunedAlarms: 0,
       more: false,
     };
+    if (!this.#pruneOnly) await this.#send(pass);
+    await this.#prune(pass);
+    return pass;
+  }
+
+  /** The pass's sends: escalations, nudges, receipts. */
+  async #send(pass: TrackerPass): Promise<void> {
     const leaseMs = this.#leaseMs;
     const limit = this.#batchSize;
 
@@ -215,12 +230,21 @@ export class Tracker {
     } else {
       await this.#reportUnsent();
     }
+  }
 
-    pass.pruned = await wakesPrune(this.#db, { retentionMs: this.#retentionMs, limit: this.#pruneBatchSize });
+  /** One batch of finished wakes, and one of finished alarms, past their retention. */
+  async #prune(pass: TrackerPass): Promise<void> {
+    const queues = this.#pruneOnly?.queues;
+    pass.pruned = await wakesPrune(this.#db, {
+      retentionMs: this.#retentionMs,
+      limit: this.#pruneBatchSize,
+      queues,
+    });
     if (this.#alarmRetentionMs !== undefined) {
       const alarms = await alarmsPruneFinished(this.#db, {
         retentionMs: this.#alarmRetentionMs,
         limit: this.#pruneBatchSize,
+        queues,
       });
       pass.prunedAlarms = alarms;
       pass.more ||= alarms === this.#pruneBatchSize;
@@ -230,7 +254,6 @@ export class Tracker {
       this.#logger.debug({ pruned: pass.pruned }, 'tracker: pruned finished wakes past retention');
     }
     pass.more ||= pass.pruned === this.#pruneBatchSize;
-    return pass;
   }
 
   /**
@@ -259,7 +282,7 @@ export class Tracker {
     if (this.#loop) return;
     this.#stopping = false;
     this.#sends = new AbortController();
-    if (!this.#fallbackUrl) {
+    if (!this.#fallbackUrl && !this.#pruneOnly) {
       this.#logger.warn(
         'CHRONOS_FALLBACK_URL is not set: escalations and ack receipts are not sent; they wait in the table ' +
           '(chronos_tracker_backlog) until a fallback URL is configured',
@@ -314,6 +337,7 @@ export class Tracker {
    * the poll, so nothing spins.
    */
   async #untilNextDue(): Promise<number> {
+    if (this.#pruneOnly) return this.#intervalMs;
     const ms = await wakesNextStageDueMs(this.#db, {
       nudgeAfterMs: this.#nudgeAfterMs,
       escalateAfterMs: this.#fallbackUrl ? this.#escalateAfterMs : null,

@@ -205,6 +205,27 @@ describeEachBackend('HTTP: operator controls over a real socket', ({ t }) => {
     );
   });
 
+  it('max_active_alarms counts paused alarms, and a retry is refused 429 when the owner is at it', async () => {
+    await client.close();
+    await h.close();
+    await open({ CHRONOS_MAX_ACTIVE_ALARMS: '2', CHRONOS_CREATE_RATE: '0' });
+    const failing = await create({ in_seconds: 60, max_failures: 1 });
+    await backdate(t.db, failing.id, 61_000);
+    h.receiver.behave = () => ({ ok: false, retryable: true, error: 'router answered 500' });
+    await h.service.dispatcher.runOnce();
+    const held = await create({ cron: '@hourly' });
+    await send('POST', `/v1/alarms/${held.id}/pause`);
+    await create({ in_seconds: 600 });
+    // Two live alarms, one of them paused: no room for a third, created or retried.
+    expect((await refused(429, 'POST', '/v1/alarms', { in_seconds: 60 })).limit).toBe('max_active_alarms');
+    const refusedRetry = await refused(429, 'POST', `/v1/alarms/${failing.id}/retry`);
+    expect(refusedRetry).toMatchObject({ limit: 'max_active_alarms' });
+    expect(refusedRetry.detail).toMatch(/at most 2 active or paused alarms per owner/);
+    // Cancelling the paused one makes room: the retry goes through.
+    await send('DELETE', `/v1/alarms/${held.id}`);
+    expect((await send('POST', `/v1/alarms/${failing.id}/retry`)).json.alarm.status).toBe('active');
+  });
+
   it('POST /v1/alarms/bulk-cancel cancels the owner’s active and paused alarms matching every filter', async () => {
     const a = await create({ in_seconds: 600, label: 'runaway', conversation_id: 'c1' });
     const b = await create({ in_seconds: 600, label: 'runaway', conversation_id: 'c2' });

@@ -443,7 +443,7 @@ describeEachBackend('MCP quotas', ({ t }) => {
     client = await httpClient(server.url, { authorization: `Bearer ${server.ownerKey}` });
     const { alarm } = await ok(client, 'schedule_alarm', { in_seconds: 60 });
     const text = await refused(client, 'schedule_alarm', { in_seconds: 60 });
-    expect(text).toMatch(/max_active_alarms: at most 1 active alarms per owner/);
+    expect(text).toMatch(/max_active_alarms: at most 1 active or paused alarms per owner/);
     expect(text).toMatch(/cancel_alarm the alarms no longer needed/);
     await ok(client, 'cancel_alarm', { id: alarm.id });
     await ok(client, 'schedule_alarm', { in_seconds: 60 });

@@ -2,13 +2,13 @@
  * The library on a test database, and the caller's transaction in the form each backend gives
  * it (a node-postgres client inside BEGIN, or a PGlite transaction), so one test runs on both.
  */
-import { createChronos, type Chronos } from '../../src/library.js';
+import { createChronos, type Chronos, type ChronosOptions } from '../../src/library.js';
 import { LiteDb, PgDb, sql } from '../../src/store/db.js';
 import type { TestDatabase } from './databases.js';
 
-export async function libraryOn(t: TestDatabase): Promise<Chronos> {
-  if (t.db instanceof PgDb) return createChronos({ pool: t.db.pool, pollIntervalMs: 50 });
-  if (t.db instanceof LiteDb) return createChronos({ pglite: t.db.lite, pollIntervalMs: 50 });
+export async function libraryOn(t: TestDatabase, options: Partial<ChronosOptions> = {}): Promise<Chronos> {
+  if (t.db instanceof PgDb) return createChronos({ pool: t.db.pool, pollIntervalMs: 50, ...options });
+  if (t.db instanceof LiteDb) return createChronos({ pglite: t.db.lite, pollIntervalMs: 50, ...options });
   throw new Error('unknown backend');
 }
 

@@ -1,0 +1,80 @@
+/**
+ * The library deletes its own finished timers: a `work()` of a queue prunes that queue's finished
+ * timers (with their fires) after `finishedTimerRetentionMs`, freeing their keys, and never
+ * touches another queue's — so an application with no `chronos serve` beside it does not grow
+ * its table forever, and one with a server keeps each to its own retention.
+ */
+import { expect, it } from 'vitest';
+import { isChronosError } from '../../src/errors.js';
+import { createChronos } from '../../src/library.js';
+import { sql } from '../../src/store/db.js';
+import { describeEachBackend } from '../support/backends.js';
+import { backdate } from '../support/harness.js';
+import { libraryOn } from '../support/library.js';
+
+const wakeCount = sql(
+  'test_wakes_of_alarm',
+  'SELECT count(*)::int AS n FROM chronos.wakes WHERE alarm_id = $1::uuid',
+);
+const age = sql(
+  'test_age_finished',
+  `UPDATE chronos.alarms SET updated_at = updated_at - interval '31 days' WHERE id = $1::uuid`,
+);
+
+describeEachBackend('library: retention of finished timers', ({ t }) => {
+  it('a worker deletes its queue’s finished timers past retention, with their fires; the key is free again', async () => {
+    const chronos = await libraryOn(t);
+    const fired: string[] = [];
+    const done = await chronos.schedule(null, { key: 'old', inSeconds: 60 });
+    const recent = await chronos.schedule(null, { key: 'recent', inSeconds: 60 });
+    const elsewhere = await chronos.schedule(null, { key: 'elsewhere', inSeconds: 60, queue: 'other' });
+    const live = await chronos.schedule(null, { key: 'live', inSeconds: 3_600 });
+    for (const timer of [done, recent, elsewhere]) await backdate(t.db, timer.id, 61_000);
+    const first = chronos.work((fire) => void fired.push(fire.key));
+    expect(await first.runOnce()).toBe(2);
+    await first.stop();
+    const other = chronos.work(() => undefined, { queue: 'other' });
+    expect(await other.runOnce()).toBe(1);
+    await other.stop();
+    expect((await t.db.query<{ n: number }>(wakeCount, [done.id]))[0]!.n).toBe(1);
+
+    // 31 days later (the default keeps 30): one pass of a new worker of `default` prunes.
+    await t.db.query(age, [done.id]);
+    await t.db.query(age, [elsewhere.id]);
+    const second = chronos.work(() => undefined);
+    await second.stop(); // a worker's first pruning pass runs as it starts; stop waits for it
+    expect(await chronos.get('old')).toBeNull();
+    expect((await t.db.query<{ n: number }>(wakeCount, [done.id]))[0]!.n).toBe(0);
+    expect((await chronos.get('recent'))?.id).toBe(recent.id);
+    expect((await chronos.get('live'))?.id).toBe(live.id);
+    // Another queue's finished timer is its own workers' to prune, not this one's.
+    expect((await chronos.get('elsewhere'))?.id).toBe(elsewhere.id);
+
+    // The key is free: scheduling it again writes a new timer.
+    const again = await chronos.schedule(null, { key: 'old', inSeconds: 60 });
+    expect(again.id).not.toBe(done.id);
+    expect(again.status).toBe('active');
+    await chronos.close();
+  });
+
+  it('finishedTimerRetentionMs: 0 prunes at the next pass; a bad value is refused by name', async () => {
+    const chronos = await libraryOn(t, { finishedTimerRetentionMs: 0 });
+    const brief = await chronos.schedule(null, { key: 'brief', inSeconds: 60 });
+    await backdate(t.db, brief.id, 61_000);
+    const worker = chronos.work(() => undefined);
+    expect(await worker.runOnce()).toBe(1);
+    await worker.stop();
+    expect((await chronos.get('brief'))?.status).toBe('fired');
+    await chronos.work(() => undefined).stop();
+    expect(await chronos.get('brief')).toBeNull();
+    await chronos.close();
+
+    const refused = await createChronos({ dataDir: '/nonexistent', finishedTimerRetentionMs: -1 }).catch(
+      (e: unknown) => e,
+    );
+    expect(isChronosError(refused, 'invalid_input')).toBe(true);
+    expect((refused as Error).message).toContain(
+      'finishedTimerRetentionMs: expected a whole number of milliseconds, 0 or more, got -1',
+    );
+  });
+});
