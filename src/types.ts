@@ -95,3 +95,13 @@ export interface WakeAttempt {
   error: string | null;
   durationMs: number;
 }
+
+/**
+ * Where a page of a list kept by creation time ends: the last row's `created_at` in microseconds
+ * since the epoch (exact), and its id. Carried in the cursor itself, so a row pruned between
+ * pages does not lose the place.
+ */
+export interface TimeCursor {
+  createdUs: string;
+  id: string;
+}

@@ -47,7 +47,7 @@ import type { Executor } from '../store/db.js';
 import { ALARM_STATUSES, DEFAULT_QUEUE, ROUTER_QUEUE, type Alarm, type AlarmSource } from '../types.js';
 import { LIMITS, SCHEDULE_FIELDS, type AlarmSpec } from './alarm-spec.js';
 import { isUuid, type Owner } from './owner.js';
-import { idCursor, parseLimit, parseOneOf, toPage, type Page } from './page.js';
+import { parseLimit, timeCursor, parseOneOf, toPage, type Page } from './page.js';
 
 export interface Quotas {
   /** Active alarms one owner may have; 0 = unlimited. */
@@ -179,13 +179,13 @@ export class AlarmService {
   ): Promise<Page<Alarm>> {
     const status = parseOneOf('status', ALARM_STATUSES, query.status);
     const limit = parseLimit(query.limit);
-    const afterId = idCursor.parse(query.cursor);
-    const rows = await alarmsList(this.options.db, owner.did, { status, limit: limit + 1, afterId });
+    const after = timeCursor.parse(query.cursor);
+    const rows = await alarmsList(this.options.db, owner.did, { status, limit: limit + 1, after });
     return toPage(
       rows,
       limit,
-      (a) => a,
-      (a) => idCursor.encode(a.id),
+      (r) => r.alarm,
+      (r) => timeCursor.encode(r.cursor),
     );
   }
 

@@ -5,6 +5,7 @@
  */
 import { invalidInput } from '../errors.js';
 import { isUuid } from './owner.js';
+import type { TimeCursor } from '../types.js';
 
 /** A page of a keyset-paginated list. */
 export interface Page<T> {
@@ -47,23 +48,6 @@ export function toPage<R, T>(
 }
 
 const CURSOR_EXPECTED = 'the next_cursor of a previous page';
-
-/** A cursor that names the id of the last row of a page. */
-export const idCursor = {
-  encode: (id: string): string => Buffer.from(id).toString('base64url'),
-  parse(value: unknown): string | undefined {
-    if (value === undefined || value === '' || value === null) return undefined;
-    const id = typeof value === 'string' ? Buffer.from(value, 'base64url').toString() : '';
-    if (!isUuid(id)) throw invalidInput('cursor', CURSOR_EXPECTED, value);
-    return id;
-  },
-};
-
-/** Where a page ends in a list kept by creation time: microseconds since the epoch, and the id. */
-export interface TimeCursor {
-  createdUs: string;
-  id: string;
-}
 
 /** A cursor that carries the last row's creation time itself (the row may be gone by the next page). */
 export const timeCursor = {

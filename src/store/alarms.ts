@@ -13,6 +13,7 @@ import {
   type AlarmKind,
   type AlarmSource,
   type AlarmStatus,
+  type TimeCursor,
   type Trigger,
 } from '../types.js';
 import { ChronosError } from '../errors.js';
@@ -373,29 +374,33 @@ export async function alarmsGet(ex: Executor, ownerDid: string, id: string): Pro
   return row ? toAlarm(row) : null;
 }
 
-// Newest first, keyset on (created_at, id) read from the cursor's own row, so the database's
-// microseconds decide the order and a page is stable while alarms are created.
+// Newest first, keyset on (created_at, id) carried in the cursor itself: the database's
+// microseconds decide the order, a page is stable while alarms are created, and an alarm deleted
+// between pages (retention) does not end the list.
 const list = sql(
   'alarms_list',
-  `SELECT ${COLUMNS} FROM chronos.alarms
+  `SELECT ${COLUMNS}, (extract(epoch FROM created_at) * 1000000)::int8::text AS created_us
+   FROM chronos.alarms
    WHERE owner_did = $1 AND ($2::text IS NULL OR status = $2)
-     AND ($3::uuid IS NULL OR (created_at, id) < (SELECT c.created_at, c.id FROM chronos.alarms c WHERE c.id = $3::uuid))
-   ORDER BY created_at DESC, id DESC LIMIT $4`,
+     AND ($3::int8 IS NULL
+          OR (created_at, id) < (timestamptz 'epoch' + $3::int8 * interval '1 microsecond', $4::uuid))
+   ORDER BY created_at DESC, id DESC LIMIT $5`,
 );
 
-/** One page of an owner's alarms, newest first, after the alarm `afterId` when given. */
+/** One page of an owner's alarms, newest first, after `after` when given. */
 export async function alarmsList(
   ex: Executor,
   ownerDid: string,
-  options: { status?: AlarmStatus; limit: number; afterId?: string },
-): Promise<Alarm[]> {
-  const rows = await ex.query<AlarmRow>(list, [
+  options: { status?: AlarmStatus; limit: number; after?: TimeCursor },
+): Promise<{ alarm: Alarm; cursor: TimeCursor }[]> {
+  const rows = await ex.query<AlarmRow & { created_us: string }>(list, [
     ownerDid,
     options.status ?? null,
-    options.afterId ?? null,
+    options.after?.createdUs ?? null,
+    options.after?.id ?? null,
     options.limit,
   ]);
-  return rows.map(toAlarm);
+  return rows.map((row) => ({ alarm: toAlarm(row), cursor: { createdUs: row.created_us, id: row.id } }));
 }
 
 export type AlarmRef = { id: string } | { key: string };

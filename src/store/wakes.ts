@@ -6,7 +6,7 @@
  * only the statement that moved it gets it back, so with several instances (or a repeated
  * request) each ack happens — and is announced — exactly once. Time is the database's `now()`.
  */
-import type { Trigger, Wake, WakeAttempt, WakeStatus } from '../types.js';
+import type { TimeCursor, Trigger, Wake, WakeAttempt, WakeStatus } from '../types.js';
 import { sql, type Executor } from './db.js';
 
 // A wake's own columns (alias w) and its alarm's label and message (alias a): what the wake view
@@ -70,12 +70,6 @@ export function toWake(row: WakeRow): Wake {
   };
 }
 
-/** Where a page of wakes ends: the last wake's `created_at` in microseconds (exact), and its id. */
-export interface WakeCursor {
-  createdUs: string;
-  id: string;
-}
-
 // Newest first, keyset on (created_at, id) carried in the cursor itself (a wake may be pruned
 // between pages; the next page still starts in the right place).
 // Filters combine: status ($2), alarm ($6), conversation ($7); NULL = not filtered on.
@@ -101,8 +95,8 @@ export interface WakeFilter {
 export async function wakesList(
   ex: Executor,
   ownerDid: string,
-  options: WakeFilter & { limit: number; after?: WakeCursor },
-): Promise<{ wake: Wake; cursor: WakeCursor }[]> {
+  options: WakeFilter & { limit: number; after?: TimeCursor },
+): Promise<{ wake: Wake; cursor: TimeCursor }[]> {
   const rows = await ex.query<WakeRow & { created_us: string }>(list, [
     ownerDid,
     options.status ?? null,
