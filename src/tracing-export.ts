@@ -1,5 +1,5 @@
 /**
- * What `chronos serve` (and `chronos mcp`) export traces through when the standard `OTEL_*`
+ * What `chronos serve` exports traces through when the standard `OTEL_*`
  * variables ask for it: a tracer provider with a batching OTLP/HTTP exporter, registered for
  * `@opentelemetry/api` (with the async-hooks context manager and the W3C propagator). The
  * exporter reads its endpoint, headers and timeout from the variables itself
