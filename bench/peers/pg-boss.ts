@@ -35,8 +35,9 @@ const SETTINGS: Record<SettingsName, Settings> = {
   // Nothing but the connection: pool of 10, LISTEN/NOTIFY off, and work() takes one job per fetch
   // and polls every 2 s ("The default options for work() is 1 job every 2 seconds", docs/api/workers.md).
   defaults: { constructor: {}, queue: {}, work: {} },
-  // From docs/api/workers.md and constructor.md: large fetches, several workers in the process,
-  // fetching again at once while batches come back full, the shortest poll it accepts (0.5 s,
+  // From docs/api/workers.md and constructor.md: large fetches, several workers in the process
+  // (500 × 8: the best of a small grid on this machine, bench/results/compare-pg-boss-tuning.txt;
+  // the docs give no figures), fetching again at once while batches come back full, the shortest poll it accepts (0.5 s,
   // its documented floor; timers due in the future are found only by polling), and LISTEN/NOTIFY
   // (which wakes workers for jobs due now; its backstop poll is set to the same 0.5 s, since its
   // default of 30 s would otherwise replace the 0.5 s poll while the listener is up).
@@ -45,7 +46,7 @@ const SETTINGS: Record<SettingsName, Settings> = {
     queue: { notify: true },
     work: {
       batchSize: 500,
-      localConcurrency: 4,
+      localConcurrency: 8,
       burstWhenBatchFull: true,
       pollingIntervalSeconds: 0.5,
       notifyPollingIntervalSeconds: 0.5,
