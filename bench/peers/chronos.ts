@@ -150,12 +150,22 @@ function toSpec(timer: Timer): TimerSpec {
 
 let version: string | null = null;
 
-/** `chronos <commit>`, with `+changes` when src/ or migrations/ differ from it. */
+/**
+ * `chronos <commit>`: the last commit that changed src/ or migrations/ (Chronos's code, not the
+ * benchmark's), with `+changes` when the work tree differs from it there.
+ */
 export function chronosVersion(): string {
   if (version) return version;
   const cwd = fileURLToPath(new URL('../..', import.meta.url));
   try {
-    const commit = execFileSync('git', ['rev-parse', '--short=10', 'HEAD'], { cwd, encoding: 'utf8' }).trim();
+    const commit = execFileSync(
+      'git',
+      ['log', '-1', '--format=%h', '--abbrev=10', '--', 'src', 'migrations'],
+      {
+        cwd,
+        encoding: 'utf8',
+      },
+    ).trim();
     const dirty = execFileSync('git', ['status', '--porcelain', '--', 'src', 'migrations'], {
       cwd,
       encoding: 'utf8',

@@ -17,6 +17,7 @@
  * - `claim`: one due timer among N waiting (10k, 100k, 400k, 1M), the worker running: each
  *   iteration writes one timer due now and times the system's own claim statement that returns
  *   it (matched by text at the driver, `statement-timer.ts`), and the pick-up (commit → handler).
+ *   200 iterations per depth after a warm-up, or fewer (at least 20) when they take over 30 s.
  * - `rss`: the worker alone in a process (`rss-worker.ts`) with 100k waiting: RSS after 3 s idle
  *   (after GC), then its peak while it drains 5,000 timers written in one transaction (stopped
  *   like a drain when it stalls or reaches the cap). That
@@ -86,6 +87,8 @@ export interface Sizes {
   latenessGraceMs: number;
   claimDepths: number[];
   claimIterations: number;
+  /** A depth stops sampling after this long (with at least 20 samples): claims that scan take long. */
+  claimBudgetMs: number;
   rssWaiting: number;
   rssDrain: number;
   /** How long the worker idles before its RSS is read. */
@@ -109,6 +112,7 @@ export const SIZES: Record<SizeName, Sizes> = {
     latenessGraceMs: 10_000,
     claimDepths: [10_000, 100_000, 400_000, 1_000_000],
     claimIterations: 200,
+    claimBudgetMs: 30_000,
     rssWaiting: 100_000,
     rssDrain: 5_000,
     rssIdleMs: 3_000,
@@ -127,6 +131,7 @@ export const SIZES: Record<SizeName, Sizes> = {
     latenessGraceMs: 1_000,
     claimDepths: [10_000, 100_000],
     claimIterations: 30,
+    claimBudgetMs: 10_000,
     rssWaiting: 10_000,
     rssDrain: 1_000,
     rssIdleMs: 1_000,
@@ -524,8 +529,10 @@ async function claim(ctx: WorkloadContext): Promise<WorkloadOutput> {
       const pickups: number[] = [];
       let unmatched = 0;
       const load = machineLoad();
+      const budgetEnds = performance.now() + sizes.claimBudgetMs;
       try {
         for (let i = 0; i < warmUp + sizes.claimIterations; i++) {
+          if (i >= warmUp + 20 && performance.now() > budgetEnds) break;
           const key = `due-${seq++}`;
           const fired = new Promise<void>((resolve) => (waiter = { key, resolve }));
           recorded.length = 0;
