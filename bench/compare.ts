@@ -27,7 +27,9 @@
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import pg from 'pg';
 import {
+  ADMIN_URL,
   createEmptyPostgres,
   describeMachine,
   log,
@@ -95,6 +97,8 @@ const NAMES: Record<SystemName, string> = {
 async function child(job: Job): Promise<void> {
   const loadAtStart = machineLoad();
   const bench = await createEmptyPostgres(`cmp_${job.system.replace(/[^a-z]/g, '')}`);
+  // The parent drops it too if this process dies before it does.
+  process.stdout.write(`DATABASE ${new URL(bench.url!).pathname.slice(1)}\n`);
   try {
     const peer = await openPeer(job.system, { url: bench.url!, settings: job.settings });
     try {
@@ -115,6 +119,13 @@ async function child(job: Job): Promise<void> {
       await peer.close();
     }
   } finally {
+    // DROP … WITH (FORCE) ends any connection a library still holds; its pool may then report the
+    // termination (57P01) as an 'error' nobody listens to. That is the drop working, not a failure.
+    process.on('uncaughtException', (error: Error & { code?: string }) => {
+      if (error.code === '57P01') return;
+      console.error(error);
+      process.exit(1);
+    });
     await bench.drop();
   }
 }
@@ -126,16 +137,38 @@ function runChild(job: Job): Promise<ChildResult> {
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     let result: ChildResult | null = null;
+    let database: string | null = null;
     createInterface({ input: proc.stdout }).on('line', (line) => {
       if (line.startsWith('RESULT ')) result = JSON.parse(line.slice('RESULT '.length)) as ChildResult;
+      else if (line.startsWith('DATABASE ')) database = line.slice('DATABASE '.length);
       else process.stderr.write(`${line}\n`);
     });
     proc.on('error', reject);
     proc.on('exit', (code, signal) => {
-      if (result && code === 0) resolve(result);
-      else reject(new Error(`${job.system} ${job.workload}: exited with ${signal ?? code}`));
+      const settle = () => {
+        if (result) {
+          // Measured and reported; a failure while tearing down does not undo the figures.
+          if (code !== 0)
+            log(`    (${job.system} ${job.workload} exited with ${signal ?? code} after reporting)`);
+          resolve(result);
+        } else reject(new Error(`${job.system} ${job.workload}: exited with ${signal ?? code}`));
+      };
+      if (database) void dropIfLeft(database).then(settle, settle);
+      else settle();
     });
   });
+}
+
+/** Drops a child's database if the child died before dropping it. */
+async function dropIfLeft(name: string): Promise<void> {
+  if (!/^chronos_bench_cmp_[a-z0-9_]+$/.test(name)) return;
+  const client = new pg.Client({ connectionString: ADMIN_URL });
+  await client.connect();
+  try {
+    await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+  } finally {
+    await client.end();
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

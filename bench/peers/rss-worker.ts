@@ -2,13 +2,15 @@
  * The worker process of the `rss` workload: one system's worker and nothing else, compiled to
  * JavaScript by `buildRssWorker()` and run on plain `node --expose-gc`. It starts the worker on a
  * database the parent has loaded, idles (`idleMs`), runs the GC twice and records RSS; prints
- * `IDLE`; then, while the parent writes timers due now, samples RSS every 10 ms until they are
- * all handled (or under 1 % are by `stallMs`, or `capMs` passes), and prints `REPORT <json>`.
+ * `IDLE`; the parent then writes timers due now and answers `GO` on stdin. From then it samples
+ * RSS every 10 ms until they are all handled (or under 1 % are by `stallMs` after `GO`, or
+ * `capMs` passes), and prints `REPORT <json>`.
  *
  *   node --expose-gc .tmp/compare-build/bench/peers/rss-worker.js \
  *     '{"system":…,"settings":…,"url":…,"drain":5000,"idleMs":3000,"capMs":60000,"stallMs":8000}'
  */
 import { performance } from 'node:perf_hooks';
+import { createInterface } from 'node:readline';
 import { openPeer, type SettingsName, type SystemName } from './peer.js';
 
 const MB = 2 ** 20;
@@ -44,6 +46,9 @@ const idle = process.memoryUsage();
 let peak = idle.rss;
 const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage.rss())), 10);
 process.stdout.write('IDLE\n');
+const input = createInterface({ input: process.stdin });
+await new Promise<void>((resolve) => input.on('line', (line) => line === 'GO' && resolve()));
+input.close();
 const cap = new Promise<void>((resolve) => setTimeout(resolve, spec.capMs).unref());
 const stalled = new Promise<void>((resolve) =>
   setTimeout(() => drained < spec.drain / 100 && resolve(), spec.stallMs).unref(),

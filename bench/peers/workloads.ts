@@ -19,8 +19,8 @@
  *   it (matched by text at the driver, `statement-timer.ts`), and the pick-up (commit → handler).
  *   200 iterations per depth after a warm-up, or fewer (at least 20) when they take over 30 s.
  * - `rss`: the worker alone in a process (`rss-worker.ts`) with 100k waiting: RSS after 3 s idle
- *   (after GC), then its peak while it drains 5,000 timers written in one transaction (stopped
- *   like a drain when it stalls or reaches the cap). That
+ *   (after GC), then its peak while it drains 5,000 timers due now, loaded in bulk (stopped like
+ *   a drain when it stalls or reaches the cap). That
  *   process runs compiled JavaScript on plain `node` (`buildRssWorker()`, into `.tmp/`), as a
  *   deployed worker would: under tsx every TypeScript module Chronos loads is transpiled in
  *   memory (the peers ship JavaScript), which added some 40 MB to Chronos's RSS alone.
@@ -643,7 +643,7 @@ async function rss(ctx: WorkloadContext): Promise<WorkloadOutput> {
     stallMs: sizes.drainStallMs,
   });
   const child = spawn(process.execPath, ['--expose-gc', script, spec], {
-    stdio: ['ignore', 'pipe', 'inherit'],
+    stdio: ['pipe', 'pipe', 'inherit'],
   });
   const lines = createInterface({ input: child.stdout });
   const exited = new Promise<number>((resolve) => child.on('exit', (code) => resolve(code ?? 1)));
@@ -651,9 +651,10 @@ async function rss(ctx: WorkloadContext): Promise<WorkloadOutput> {
   const load = machineLoad();
   for await (const line of lines) {
     if (line === 'IDLE') {
-      // The worker has idled and measured: give it timers to drain, in one transaction.
-      const due = timersFrom(sizes.rssDrain, 'rss-', nowMs(), 0);
-      await withClient(ctx.url, (c) => inOneTransaction(c, () => peer.scheduleMany(c, due)));
+      // The worker has idled and measured: give it timers to drain (one statement, untimed), then
+      // tell it they are there, so its stall and cap count from the commit.
+      await peer.loadDue(sizes.rssDrain, 'rss-');
+      child.stdin.write('GO\n');
     } else if (line.startsWith('REPORT ')) {
       report = JSON.parse(line.slice('REPORT '.length)) as RssReport;
     }
