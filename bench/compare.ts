@@ -267,6 +267,8 @@ interface Row {
   label: string;
   settings: SettingsName | 'any';
   cells: Partial<Record<SystemName, Cell | null>>;
+  /** Median CPU pressure (PSI some avg10, %) before this row's measurements. */
+  pressure: number;
 }
 
 function buildRows(measurements: Measurement[], systems: readonly SystemName[]): Row[] {
@@ -276,7 +278,8 @@ function buildRows(measurements: Measurement[], systems: readonly SystemName[]):
     const settings = SETTINGS_FREE.includes(m.workload) ? 'any' : m.settings;
     for (const f of m.result.figures) {
       const id = `${f.metric}|${settings}`;
-      if (!rows.has(id)) rows.set(id, { metric: f.metric, label: f.label, settings, cells: {} });
+      if (!rows.has(id))
+        rows.set(id, { metric: f.metric, label: f.label, settings, cells: {}, pressure: NaN });
     }
   }
   for (const row of rows.values()) {
@@ -291,6 +294,16 @@ function buildRows(measurements: Measurement[], systems: readonly SystemName[]):
       );
       row.cells[system] = cellOf(figures);
     }
+    const pressures = measurements
+      .filter(
+        (m) =>
+          m.ok &&
+          (row.settings === 'any' ? SETTINGS_FREE.includes(m.workload) : m.settings === row.settings) &&
+          m.result?.figures.some((f) => f.metric === row.metric),
+      )
+      .map((m) => m.loadBefore.cpuPressureAvg10 ?? Number.NaN)
+      .filter(Number.isFinite);
+    row.pressure = pressures.length ? percentile(pressures, 50) : Number.NaN;
   }
   const order = (r: Row) => {
     const [base, depth] = r.metric.split('@');
@@ -319,6 +332,7 @@ function renderTable(rows: Row[], systems: readonly SystemName[]): string {
     'settings',
     ...systems.map((s) => NAMES[s]),
     ...(systems.includes('chronos') ? peers.map((p) => `Chronos vs ${NAMES[p]}`) : []),
+    'CPU pressure',
   ];
   const body = rows.map((r) => [
     r.label,
@@ -327,12 +341,14 @@ function renderTable(rows: Row[], systems: readonly SystemName[]): string {
     ...(systems.includes('chronos')
       ? peers.map((p) => ratio(r.cells.chronos ?? null, r.cells[p] ?? null))
       : []),
+    Number.isFinite(r.pressure) ? `${Math.round(r.pressure)} %` : '',
   ]);
   return markdownTable(header, body, [
     'l',
     'l',
     ...systems.map(() => 'r' as const),
     ...peers.map(() => 'r' as const),
+    'r',
   ]);
 }
 
@@ -508,7 +524,7 @@ async function coordinator(): Promise<void> {
     `Machine: ${machine.cpus} vCPUs (${machine.cpuModel}), ${machine.memoryGiB} GiB, Node ${machine.node}, ${machine.postgres.split(' on ')[0]} (autovacuum ${machine.settings.autovacuum}, fsync ${machine.settings.fsync}, synchronous_commit ${machine.settings.synchronous_commit}, shared_buffers ${pages(machine.settings.shared_buffers)}).`,
     `CPU pressure (PSI some avg10) before each measurement: ${pressures.length ? `${Math.min(...pressures)}–${Math.max(...pressures)} %, median ${percentile(pressures, 50)} %` : 'not available'}.`,
     '',
-    'Each cell: median over the runs (min–max). Ratios: Chronos against the peer at the same settings, from the medians.',
+    'Each cell: median over the runs (min–max). Ratios: Chronos against the peer at the same settings, from the medians. CPU pressure: the median, before the row’s measurements.',
     '',
     table,
     '',
@@ -543,6 +559,7 @@ async function coordinator(): Promise<void> {
       metric: r.metric,
       label: r.label,
       settings: r.settings,
+      cpuPressureMedian: r.pressure,
       cells: Object.fromEntries(
         Object.entries(r.cells).map(([s, c]) => [
           s,
