@@ -358,7 +358,7 @@ function cappedNotes(rows: Row[], systems: readonly SystemName[]): string[] {
     for (const s of systems) {
       const cell = r.cells[s];
       if (cell && cell.capped.length > 0) {
-        notes.push(`† ${NAMES[s]}, ${r.label} (${r.settings}): ${[...new Set(cell.capped)].join('; ')}`);
+        notes.push(`- † ${NAMES[s]}, ${r.label} (${r.settings}): ${[...new Set(cell.capped)].join('; ')}`);
       }
     }
   }
