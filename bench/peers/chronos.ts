@@ -8,13 +8,16 @@
  * `description.calls.scheduleMany`.
  *
  * The only SQL here is `TABLES` below (counting and purging for checks) and the bulk loaders in
- * `bench/support.ts`, which the other benchmarks share: if Chronos's tables move (a `chronos`
- * schema), those are the places to change.
+ * `bench/support.ts`, which the other benchmarks share: if Chronos's tables move, those are the
+ * places to change. Both run on a store of the adapter's own (`#store`), not the library's
+ * connection, with `search_path` set to `chronos, public` so the unqualified names below find the
+ * tables in the `chronos` schema or, before that schema, in `public`.
  */
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type pg from 'pg';
 import { createChronos, type Chronos, type TimerSpec, type WorkOptions } from '../../src/index.js';
+import { PgDb, type Db } from '../../src/store/db.js';
 import type {
   FireHandler,
   Peer,
@@ -31,7 +34,7 @@ const TABLES = {
     name: 'bench_peer_chronos_waiting',
     text: `SELECT count(*)::int AS n FROM alarms WHERE status = 'active'`,
   },
-  purge: 'TRUNCATE alarms, wakes, wake_attempts',
+  purge: 'TRUNCATE alarms, wakes, wake_attempts CASCADE',
 };
 
 const WORK_OPTIONS: Record<SettingsName, WorkOptions> = {
@@ -51,6 +54,7 @@ export class ChronosPeer implements Peer {
   readonly claimStatement = /lease_token = gen_random_uuid\(\)[\s\S]*FOR UPDATE SKIP LOCKED/;
   readonly #url: string;
   #chronos: WithScheduleMany | null = null;
+  #storeDb: Db | null = null;
 
   constructor(options: PeerOptions) {
     this.#url = options.url;
@@ -88,6 +92,12 @@ export class ChronosPeer implements Peer {
     return this.#chronos;
   }
 
+  /** The adapter's own connection for loads and checks (opened on first use: a worker needs none). */
+  get #store(): Db {
+    this.#storeDb ??= PgDb.connect(this.#url, 2, { options: '-c search_path=chronos,public' });
+    return this.#storeDb;
+  }
+
   async setup(): Promise<void> {
     this.#chronos = await createChronos({ databaseUrl: this.#url });
     await this.#chronos.migrate();
@@ -111,22 +121,22 @@ export class ChronosPeer implements Peer {
     // Imported here, not above, so that a worker process (rss-worker.ts) holds no benchmark code.
     const { loadDueAlarms } = await import('../support.js');
     for (let done = 0; done < count; done += 100_000) {
-      await loadDueAlarms(this.#c.db, Math.min(100_000, count - done), `${keyPrefix}${done}-`);
+      await loadDueAlarms(this.#store, Math.min(100_000, count - done), `${keyPrefix}${done}-`);
     }
   }
 
   async loadWaiting(count: number, keyPrefix: string): Promise<void> {
     const { loadWaitingAlarms } = await import('../support.js');
-    await loadWaitingAlarms(this.#c.db, count, { keyPrefix });
+    await loadWaitingAlarms(this.#store, count, { keyPrefix });
   }
 
   async countWaiting(): Promise<number> {
-    const [row] = await this.#c.db.query<{ n: number }>(TABLES.countWaiting);
+    const [row] = await this.#store.query<{ n: number }>(TABLES.countWaiting);
     return row!.n;
   }
 
   async purge(): Promise<void> {
-    await this.#c.db.exec(TABLES.purge);
+    await this.#store.exec(TABLES.purge);
   }
 
   async startWorker(onFire: FireHandler): Promise<PeerWorker> {
@@ -140,7 +150,9 @@ export class ChronosPeer implements Peer {
 
   async close(): Promise<void> {
     await this.#chronos?.close();
+    await this.#storeDb?.close();
     this.#chronos = null;
+    this.#storeDb = null;
   }
 }
 
@@ -170,7 +182,7 @@ export function chronosVersion(): string {
       cwd,
       encoding: 'utf8',
     }).trim();
-    version = `chronos ${commit}${dirty ? '+changes' : ''}`;
+    version = commit ? `chronos ${commit}${dirty ? '+changes' : ''}` : 'chronos (commit unknown)';
   } catch {
     version = 'chronos (no git)';
   }
