@@ -8,6 +8,8 @@
  *   npm run bench -- --backend=postgres    options are passed to every benchmark
  *   npm run bench -- --quiet=30            before each measurement, wait (up to a minute) until the
  *                                          machine's CPU pressure is under 30 %
+ *   npm run bench -- compare --size=small  Chronos against pg-boss and graphile-worker (bench/compare.ts,
+ *                                          its options passed through); not part of the default set
  *
  * PostgreSQL is `BENCH_DATABASE_URL` (default postgres://root@127.0.0.1:5432/postgres); each
  * benchmark creates and drops its own `chronos_bench_*` database there.
@@ -17,14 +19,18 @@ import { fileURLToPath } from 'node:url';
 import { log } from './support.js';
 
 const BENCHMARKS = ['claim-depth', 'drain', 'lateness', 'memory'] as const;
+/** Run only when named. */
+const ON_REQUEST = ['compare'] as const;
 
 const args = process.argv.slice(2);
 const names = args.filter((a) => !a.startsWith('--'));
 const options = args.filter((a) => a.startsWith('--'));
 
 for (const name of names) {
-  if (!(BENCHMARKS as readonly string[]).includes(name)) {
-    console.error(`bench: expected one of ${BENCHMARKS.join(', ')}, got ${JSON.stringify(name)}`);
+  if (![...BENCHMARKS, ...ON_REQUEST].includes(name as never)) {
+    console.error(
+      `bench: expected one of ${[...BENCHMARKS, ...ON_REQUEST].join(', ')}, got ${JSON.stringify(name)}`,
+    );
     process.exit(2);
   }
 }

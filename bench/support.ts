@@ -103,6 +103,30 @@ async function dropPostgres(name: string): Promise<void> {
   await admin((c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
 }
 
+/**
+ * A fresh, empty PostgreSQL database named `chronos_bench_<label>_<random>`, not migrated: for the
+ * job queues compared with Chronos (`bench/peers/`), which install their own schema. Dropped on
+ * Ctrl-C like the others; `db` is a two-connection store on it for the benchmark's own queries.
+ */
+export async function createEmptyPostgres(label: string): Promise<BenchDatabase> {
+  const name = `chronos_bench_${label.replace(/[^a-z0-9]/g, '_')}_${randomBytes(3).toString('hex')}`;
+  await admin((c) => c.query(`CREATE DATABASE ${name}`));
+  const url = withDatabase(ADMIN_URL, name);
+  const db = PgDb.connect(url, 2);
+  const bench: BenchDatabase = {
+    kind: 'postgres',
+    db,
+    url,
+    dataDir: null,
+    drop: async () => {
+      open.delete(bench);
+      await db.close().catch(() => {});
+      await dropPostgres(name);
+    },
+  };
+  open.add(bench);
+  return bench;
+}
 /** A fresh, migrated embedded store (PGlite) in a temp directory, opened as Chronos opens it. */
 export async function createPglite(label: string): Promise<BenchDatabase> {
   const dataDir = await mkdtemp(join(tmpdir(), `chronos-bench-${label}-`));
