@@ -73,17 +73,22 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 
 /** A fresh, migrated PostgreSQL database named `chronos_bench_<label>_<random>`. */
 export async function createPostgres(label: string, poolMax = 10): Promise<BenchDatabase> {
+  const bench = await newPostgres(label, poolMax);
+  try {
+    await migrate(bench.db);
+  } catch (error) {
+    await bench.drop();
+    throw error;
+  }
+  return bench;
+}
+
+/** A new, empty database and a store on it, dropped with `drop()` or on Ctrl-C. */
+async function newPostgres(label: string, poolMax: number): Promise<BenchDatabase> {
   const name = `chronos_bench_${label.replace(/[^a-z0-9]/g, '_')}_${randomBytes(3).toString('hex')}`;
   await admin((c) => c.query(`CREATE DATABASE ${name}`));
   const url = withDatabase(ADMIN_URL, name);
   const db = PgDb.connect(url, poolMax);
-  try {
-    await migrate(db);
-  } catch (error) {
-    await db.close();
-    await dropPostgres(name);
-    throw error;
-  }
   const bench: BenchDatabase = {
     kind: 'postgres',
     db,
@@ -108,24 +113,8 @@ async function dropPostgres(name: string): Promise<void> {
  * job queues compared with Chronos (`bench/peers/`), which install their own schema. Dropped on
  * Ctrl-C like the others; `db` is a two-connection store on it for the benchmark's own queries.
  */
-export async function createEmptyPostgres(label: string): Promise<BenchDatabase> {
-  const name = `chronos_bench_${label.replace(/[^a-z0-9]/g, '_')}_${randomBytes(3).toString('hex')}`;
-  await admin((c) => c.query(`CREATE DATABASE ${name}`));
-  const url = withDatabase(ADMIN_URL, name);
-  const db = PgDb.connect(url, 2);
-  const bench: BenchDatabase = {
-    kind: 'postgres',
-    db,
-    url,
-    dataDir: null,
-    drop: async () => {
-      open.delete(bench);
-      await db.close().catch(() => {});
-      await dropPostgres(name);
-    },
-  };
-  open.add(bench);
-  return bench;
+export function createEmptyPostgres(label: string): Promise<BenchDatabase> {
+  return newPostgres(label, 2);
 }
 /** A fresh, migrated embedded store (PGlite) in a temp directory, opened as Chronos opens it. */
 export async function createPglite(label: string): Promise<BenchDatabase> {

@@ -45,7 +45,7 @@ const WORK_OPTIONS: Record<SettingsName, WorkOptions> = {
   fastest: { batchSize: 500, concurrency: 500 },
 };
 
-/** `scheduleMany` is being added to the library (contract §9); typed here until it lands. */
+/** A Chronos before 0.2.0 has no `scheduleMany`: the adapter also runs on older commits, for comparison. */
 type WithScheduleMany = Chronos & { scheduleMany?: (tx: unknown, specs: TimerSpec[]) => Promise<unknown> };
 
 export class ChronosPeer implements Peer {
