@@ -9,7 +9,7 @@ import { isChronosError } from '../../src/errors.js';
 import { createChronos } from '../../src/library.js';
 import { sql } from '../../src/store/db.js';
 import { describeEachBackend } from '../support/backends.js';
-import { backdate } from '../support/harness.js';
+import { backdate, gate } from '../support/harness.js';
 import { libraryOn } from '../support/library.js';
 
 const wakeCount = sql(
@@ -30,12 +30,20 @@ describeEachBackend('library: retention of finished timers', ({ t }) => {
     const elsewhere = await chronos.schedule(null, { key: 'elsewhere', inSeconds: 60, queue: 'other' });
     const live = await chronos.schedule(null, { key: 'live', inSeconds: 3_600 });
     for (const timer of [done, recent, elsewhere]) await backdate(t.db, timer.id, 61_000);
-    const first = chronos.work((fire) => void fired.push(fire.key));
-    expect(await first.runOnce()).toBe(2);
+    // The workers' own loops fire what is due; each is stopped once its handler has run.
+    const firedBoth = gate();
+    const first = chronos.work((fire) => {
+      fired.push(fire.key);
+      if (fired.length === 2) firedBoth.open();
+    });
+    await firedBoth.promise;
     await first.stop();
-    const other = chronos.work(() => undefined, { queue: 'other' });
-    expect(await other.runOnce()).toBe(1);
+    const firedOther = gate();
+    const other = chronos.work(() => firedOther.open(), { queue: 'other' });
+    await firedOther.promise;
     await other.stop();
+    expect(fired.sort()).toEqual(['old', 'recent']);
+    expect((await chronos.get('elsewhere'))?.status).toBe('fired');
     expect((await t.db.query<{ n: number }>(wakeCount, [done.id]))[0]!.n).toBe(1);
 
     // 31 days later (the default keeps 30): one pass of a new worker of `default` prunes.
@@ -61,8 +69,9 @@ describeEachBackend('library: retention of finished timers', ({ t }) => {
     const chronos = await libraryOn(t, { finishedTimerRetentionMs: 0 });
     const brief = await chronos.schedule(null, { key: 'brief', inSeconds: 60 });
     await backdate(t.db, brief.id, 61_000);
-    const worker = chronos.work(() => undefined);
-    expect(await worker.runOnce()).toBe(1);
+    const firedBrief = gate();
+    const worker = chronos.work(() => firedBrief.open());
+    await firedBrief.promise;
     await worker.stop();
     expect((await chronos.get('brief'))?.status).toBe('fired');
     await chronos.work(() => undefined).stop();

@@ -114,6 +114,8 @@ describePostgresOnly(
         detached: true,
       });
       const exited = new Promise<number | null>((resolve) => serve.on('exit', resolve));
+      // 'close' comes once the output pipes are closed too: every line written has been read.
+      const closed = new Promise<void>((resolve) => serve.on('close', () => resolve()));
       let out = '';
       const url = await new Promise<string>((resolve, reject) => {
         serve.stdout.on('data', (chunk: Buffer) => {
@@ -126,7 +128,7 @@ describePostgresOnly(
       const health = await fetch(`${url}/readyz`);
       expect(health.status).toBe(200);
       process.kill(-serve.pid!, 'SIGTERM');
-      await exited;
+      await closed;
       expect(out).toContain('"msg":"stopped"');
     }, 60_000);
   },
