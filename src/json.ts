@@ -240,6 +240,7 @@ export function jsonSyntaxError(text: string): { line: number; column: number; m
       i += match[0].length;
       return;
     }
+    if (c === '}' || c === ']') fail(`expected a value, got ${shown(c)}`);
     if (c === '/') fail('expected a value, got "/" (JSON has no comments)');
     if (c === "'") fail('expected a value, got "\'" (JSON strings take double quotes)');
     fail(`expected a value (a string, number, object, array, true, false or null), got ${shown(c)}`);
