@@ -2,9 +2,11 @@
  * Reconciling the alarms with a schedules file (contract §13), on both backends: what each kind
  * of edit does, what a restart does (nothing), and export followed by apply (nothing).
  */
+import { readFile } from 'node:fs/promises';
 import { expect, it } from 'vitest';
 import { RawJson } from '../../src/json.js';
 import { applySchedulesFile, exportSchedulesFile } from '../../src/schedules-file/apply.js';
+import { ROOT } from '../cli/support.js';
 import { describeEachBackend } from '../support/backends.js';
 import { makeService } from '../support/harness.js';
 import {
@@ -371,5 +373,17 @@ describeEachBackend('the schedules file: reconcile', ({ t }) => {
     const { id } = (await makeService(t.db).getByKey(OWNER, 'standup'))!;
     expect((await headsUps(t.db)).map((h) => h.message_id)).toEqual([1, 2, 3].map((n) => `${id}:file:${n}`));
     expect(JSON.parse((await headsUps(t.db))[2]!.body).alarm.label).toBe('two');
+  });
+
+  it('the README’s example file applies as written', async () => {
+    const readme = await readFile(`${ROOT}/README.md`, 'utf8');
+    const section = readme.slice(readme.indexOf('## Schedules in a file'));
+    const example = /```json\n([\s\S]*?)```/.exec(section)![1]!;
+    const report = await apply(t.db, example);
+    expect(report.errors).toEqual([]);
+    expect(report.results.map((r) => [r.key, r.action])).toEqual([
+      ['standup', 'created'],
+      ['monthly-report', 'created'],
+    ]);
   });
 });
