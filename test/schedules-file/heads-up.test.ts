@@ -10,6 +10,7 @@ import { loadConfig } from '../../src/config.js';
 import { ChronosService } from '../../src/service.js';
 import { sql } from '../../src/store/db.js';
 import { WebhookReceiver } from '../../src/receivers/webhook.js';
+import { scheduleChangedBodySchema } from '../../src/wire/webhooks.js';
 import { describeEachBackend } from '../support/backends.js';
 import { makeService } from '../support/harness.js';
 import { expectSigned, makeTracker, SECRET, useSinks } from '../tracker/support.js';
@@ -55,6 +56,8 @@ describeEachBackend('the schedules file: the heads-up', ({ t }) => {
     expect(created.body).toContain('"payload":{"build": 12345678901234567890}');
     const body = JSON.parse(created.body);
     expect(Object.keys(body)).toEqual(BODY_KEYS);
+    // The body the OpenAPI document's webhooks describe, key for key.
+    expect(scheduleChangedBodySchema.safeParse(body).error).toBeUndefined();
     expect(body).toMatchObject({
       type: 'schedule.changed',
       change: 'created',
