@@ -124,6 +124,7 @@ const alarm = (over: Partial<Alarm> = {}): Alarm => ({
   createdAt: new Date('2030-12-01T00:00:00Z'),
   updatedAt: new Date('2030-12-01T00:00:00Z'),
   lastFiredAt: null,
+  traceparent: '',
   ...over,
 });
 
