@@ -127,6 +127,7 @@ export class SchedulesFileWatcher extends EventEmitter {
     this.#fsWatcher?.close();
     this.#fsWatcher = null;
     this.#stop.abort();
+    this.#settle?.abort();
     this.#kick?.();
     await this.#loop;
     this.#loop = null;
@@ -189,7 +190,8 @@ export class SchedulesFileWatcher extends EventEmitter {
       const settle = new AbortController();
       this.#settle = settle;
       this.emit('settling');
-      await this.#clock.sleep(this.#debounceMs, AbortSignal.any([settle.signal, this.#stop.signal]));
+      // One signal per wait (stop() aborts it too): AbortSignal.any would tie each to #stop's.
+      await this.#clock.sleep(this.#debounceMs, settle.signal);
       this.#settle = null;
       if (this.#stopping || !settle.signal.aborted) return;
     }
