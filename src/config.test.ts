@@ -1,3 +1,4 @@
+import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from './config.js';
 import { isChronosError } from './errors.js';
@@ -100,5 +101,15 @@ describe('loadConfig', () => {
     expect(messages({ CHRONOS_DB_POOLER: 'transaction' })).toEqual([
       'CHRONOS_DB_POOLER: expected only with DATABASE_URL, got it without',
     ]);
+  });
+
+  it('reads CHRONOS_SCHEDULES_FILE as an absolute path, and refuses a directory', () => {
+    expect(loadConfig({}).schedulesFile).toBeUndefined();
+    expect(loadConfig({ CHRONOS_SCHEDULES_FILE: 'ops/schedules.json' }).schedulesFile).toBe(
+      resolve('ops/schedules.json'),
+    );
+    expect(() => loadConfig({ CHRONOS_SCHEDULES_FILE: 'ops/' })).toThrow(
+      'CHRONOS_SCHEDULES_FILE: expected the path of a JSON file such as "./schedules.json", got "ops/"',
+    );
   });
 });

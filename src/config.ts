@@ -3,6 +3,7 @@
  * The README's configuration table is this list. A bad value stops start-up with one line per
  * variable: `CHRONOS_LEASE: expected a duration such as "30s", got "thirty"`.
  */
+import { resolve } from 'node:path';
 import { ChronosError, describeValue, type FieldError } from './errors.js';
 import { parseDuration } from './schedule/duration.js';
 import { parseConnectionString } from './store/connection-string.js';
@@ -46,6 +47,8 @@ export interface Config {
   /** How long a request waits for a PostgreSQL connection before it fails (503) instead of hanging. */
   dbConnectTimeoutMs: number;
   logLevel: string;
+  /** The schedules file (contract §13), reconciled at start and on every change; absolute. */
+  schedulesFile: string | undefined;
   /** For `chronos mcp` (stdio): the owner, by key or by DID. */
   apiKey: string | undefined;
   ownerDid: string | undefined;
@@ -135,6 +138,15 @@ export function loadConfig(env: Env = process.env): Config {
     fail('CHRONOS_DB_POOLER', '"none" or "transaction" (PgBouncer in transaction mode)', raw);
     return 'none';
   };
+  const schedulesFile = () => {
+    const raw = text('CHRONOS_SCHEDULES_FILE');
+    if (raw === undefined) return undefined;
+    if (/[\\/]$/.test(raw) || raw.includes('\0')) {
+      fail('CHRONOS_SCHEDULES_FILE', 'the path of a JSON file such as "./schedules.json"', raw);
+      return undefined;
+    }
+    return resolve(raw);
+  };
   const secrets = (text('CHRONOS_WEBHOOK_SECRET') ?? '').split(/[\s,]+/).filter(Boolean);
   for (const secret of secrets) {
     const body = secret.startsWith('whsec_') ? secret.slice(6) : '';
@@ -179,6 +191,7 @@ export function loadConfig(env: Env = process.env): Config {
     shutdownGraceMs: duration('CHRONOS_SHUTDOWN_GRACE', '10s'),
     dbConnectTimeoutMs: duration('CHRONOS_DB_CONNECT_TIMEOUT', '5s', 1),
     logLevel: text('LOG_LEVEL') ?? 'info',
+    schedulesFile: schedulesFile(),
     apiKey: text('CHRONOS_API_KEY'),
     ownerDid: text('CHRONOS_OWNER_DID'),
     testClockOffsetMs: signedDuration('CHRONOS_TEST_CLOCK_OFFSET'),

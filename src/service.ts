@@ -5,7 +5,8 @@
  * and `cli/`, the library by `library.ts` — and none of them reaches the store but through it.
  *
  * - `start()` runs what `chronos serve` runs: the dispatcher of the queue `router` (wakes to the
- *   router), the tracker, and the watch for revoked keys.
+ *   router), the tracker, the watch for revoked keys, and the schedules file's watcher when
+ *   `CHRONOS_SCHEDULES_FILE` is set.
  * - `worker(queue, receiver)` makes a dispatcher for another queue (the library's `work()`).
  */
 import type pg from 'pg';
@@ -15,6 +16,9 @@ import type { Config } from './config.js';
 import { AlarmService } from './core/alarm-service.js';
 import { KeyService } from './core/key-service.js';
 import { WakeService } from './core/wake-service.js';
+import { SchedulesFileService } from './core/schedules-file-service.js';
+import { SchedulesFileWatcher } from './schedules-file/watcher.js';
+import { scheduleChangedBody } from './wire/schedules-file.js';
 import { Dispatcher, type DispatcherOptions } from './dispatch/dispatcher.js';
 import { createLogger, type Logger } from './logger.js';
 import { Metrics } from './metrics.js';
@@ -72,8 +76,12 @@ export class ChronosService {
   readonly wakes: WakeService;
   /** The dispatcher of the queue `router`: wakes to the router (contract §4a, §6). */
   readonly dispatcher: Dispatcher;
-  /** Nudges, escalations, ack receipts and retention of wakes (contract §7). */
+  /** Nudges, escalations, ack receipts and retention of wakes (contract §7); schedules-file heads-ups. */
   readonly tracker: Tracker;
+  /** Reconciles alarms with a schedules file (contract §13): the watcher and `chronos schedules`. */
+  readonly schedulesFile: SchedulesFileService;
+  /** The watcher of `CHRONOS_SCHEDULES_FILE` while started; null otherwise. */
+  schedulesFileWatcher: SchedulesFileWatcher | null = null;
   /** Where the router's fires go: its webhook, or the log when no router is configured. */
   readonly receiver: Receiver;
   /**
@@ -132,6 +140,15 @@ export class ChronosService {
     });
     // The receipt is owed by the row; this only makes a running tracker send it now.
     this.wakes.onAcknowledged((acked) => this.tracker.acknowledged(acked));
+    this.schedulesFile = new SchedulesFileService({
+      db,
+      alarms: this.alarms,
+      dbClock: this.dbClock,
+      minCronIntervalMs: config.minCronIntervalMs,
+      headsUpBody: scheduleChangedBody,
+      // The heads-ups are owed by their rows; this only makes a running tracker send them now.
+      onHeadsUps: () => this.tracker.poke(),
+    });
     this.dispatcher = this.worker(ROUTER_QUEUE, this.receiver, {
       logger: logger.child({ loop: 'dispatcher' }),
       metrics: this.metrics,
@@ -259,12 +276,23 @@ export class ChronosService {
     this.#unwatchKeys = await this.keys.watch();
     await this.dispatcher.start();
     await this.tracker.start();
+    if (this.config.schedulesFile) {
+      this.schedulesFileWatcher = new SchedulesFileWatcher({
+        path: this.config.schedulesFile,
+        service: this.schedulesFile,
+        clock: this.clock,
+        logger: this.logger.child({ component: 'schedules-file' }),
+      });
+      await this.schedulesFileWatcher.start();
+    }
   }
 
   /** Stops claiming, lets deliveries finish within the grace period, releases the rest. */
   async stop(): Promise<void> {
     if (!this.#started) return;
     this.#started = false;
+    await this.schedulesFileWatcher?.stop();
+    this.schedulesFileWatcher = null;
     await Promise.all([
       this.dispatcher.stop(this.config.shutdownGraceMs),
       this.tracker.stop(this.config.shutdownGraceMs),

@@ -9,6 +9,7 @@ import { alarmsCommand } from './commands/alarms.js';
 import { keysCommand } from './commands/keys.js';
 import { mcpCommand } from './commands/mcp.js';
 import { migrateCommand } from './commands/migrate.js';
+import { schedulesCommand } from './commands/schedules.js';
 import { serveCommand } from './commands/serve.js';
 import {
   describeError,
@@ -25,6 +26,7 @@ export const COMMANDS: readonly Command[] = [
   migrateCommand,
   keysCommand,
   alarmsCommand,
+  schedulesCommand,
   mcpCommand,
 ];
 

@@ -10,8 +10,10 @@
  * The protocol is small JSON over HTTP/1.1, one route per operation of `StoreOps`
  * (store-ops.ts): `GET /status`, `GET /keys?owner=`, `POST /keys` `{owner, label}`,
  * `POST /keys/revoke` `{id}`, `POST /migrate`, `GET /alarms?owner=&status=&limit=&cursor=`,
- * `GET /alarm?owner=&id=`, `POST /alarm/<pause|resume|cancel>` `{owner, id}`. Alarms cross as the
- * wire's JSON text, so payloads keep every digit (I4). Errors answer `{code, message}`. Given an
+ * `GET /alarm?owner=&id=`, `POST /alarm/<pause|resume|cancel>` `{owner, id}`,
+ * `POST /schedules/apply?dry_run=` (the body: a schedules file's text, up to 8 MiB),
+ * `GET /schedules/export?owner=`. Alarms cross as the wire's JSON text, so payloads keep every
+ * digit (I4). Errors answer `{code, message}`. Given an
  * MCP handler, it also serves `/mcp`, through which `chronos mcp` reaches the store
  * (src/mcp/socket.ts).
  */
@@ -29,7 +31,13 @@ import { join, resolve } from 'node:path';
 import { systemClock } from '../clock.js';
 import { ChronosError, isChronosError, type ErrorCode } from '../errors.js';
 import type { Logger } from '../logger.js';
+import { MAX_SCHEDULES_FILE_BYTES } from '../wire/schedules-file.js';
 import { ALARM_ACTIONS, type AlarmAction, type KeyView, type StoreOps } from './store-ops.js';
+
+/** A request body sent as it is (a schedules file's text), not as JSON. */
+class RawBody {
+  constructor(readonly text: string) {}
+}
 
 // sun_path is 108 bytes on Linux, 104 on macOS.
 const MAX_SOCKET_PATH = 100;
@@ -97,9 +105,15 @@ export async function startControlServer(
 
 async function handle(store: StoreOps, req: IncomingMessage): Promise<{ status: number; body: unknown }> {
   const url = new URL(req.url ?? '/', 'http://control');
-  const body = req.method === 'POST' ? await readJson(req) : {};
   const route = `${req.method} ${url.pathname}`;
   const query = (name: string) => url.searchParams.get(name) ?? undefined;
+  if (route === 'POST /schedules/apply') {
+    const text = await readText(req, MAX_SCHEDULES_FILE_BYTES);
+    return { status: 200, body: await store.schedules.apply(text, { dryRun: query('dry_run') === '1' }) };
+  }
+  if (route === 'GET /schedules/export')
+    return { status: 200, body: await store.schedules.export(query('owner')) };
+  const body = req.method === 'POST' ? await readJson(req) : {};
   const action = /^POST \/alarm\/([a-z]+)$/.exec(route)?.[1];
   if (action && (ALARM_ACTIONS as readonly string[]).includes(action)) {
     return {
@@ -137,15 +151,19 @@ async function handle(store: StoreOps, req: IncomingMessage): Promise<{ status: 
   }
 }
 
-async function readJson(req: IncomingMessage): Promise<Record<string, unknown>> {
+async function readText(req: IncomingMessage, maxBytes: number): Promise<string> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req) {
     size += (chunk as Buffer).length;
-    if (size > 64 * 1024) throw new ChronosError('too_large', 'control request over 64 KiB');
+    if (size > maxBytes) throw new ChronosError('too_large', `control request over ${maxBytes / 1024} KiB`);
     chunks.push(chunk as Buffer);
   }
-  const text = Buffer.concat(chunks).toString('utf8');
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+async function readJson(req: IncomingMessage): Promise<Record<string, unknown>> {
+  const text = await readText(req, 64 * 1024);
   const value: unknown = text === '' ? {} : JSON.parse(text);
   if (typeof value !== 'object' || value === null)
     throw new ChronosError('invalid_input', 'expected an object');
@@ -194,6 +212,15 @@ export function remoteStoreOps(path: string, holderPid: number, waitMs = 15_000)
       get: (owner, id) => call('GET', `/alarm?${q({ owner, id })}`, undefined, true),
       act: (owner, id, action) => call('POST', `/alarm/${action}`, { owner, id }, true),
     },
+    schedules: {
+      apply: (text, options) =>
+        call(
+          'POST',
+          `/schedules/apply?${q({ dry_run: options.dryRun ? '1' : undefined })}`,
+          new RawBody(text),
+        ),
+      export: (owner) => call('GET', `/schedules/export?${q({ owner })}`),
+    },
     migrate: async () => (await call<{ applied: string[] }>('POST', '/migrate')).applied,
   };
 }
@@ -234,6 +261,6 @@ function requestOnce<T>(
     req.setTimeout(30_000, () =>
       req.destroy(new ChronosError('unavailable', `the server did not answer on ${socketPath} within 30 s`)),
     );
-    req.end(body === undefined ? undefined : JSON.stringify(body));
+    req.end(body === undefined ? undefined : body instanceof RawBody ? body.text : JSON.stringify(body));
   });
 }

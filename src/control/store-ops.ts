@@ -1,5 +1,5 @@
 /**
- * What the one-shot commands (`chronos keys`, `migrate`, `alarms`) do to a store, whether this
+ * What the one-shot commands (`chronos keys`, `migrate`, `alarms`, `schedules`) do to a store, whether this
  * process opened it (`localStoreOps`, over the service) or a running server holds it and they go
  * through its control socket (`remoteStoreOps` in control-socket.ts): one interface, so a
  * command never knows which.
@@ -12,6 +12,7 @@ import { parseOwner } from '../core/owner.js';
 import { stringifyJson } from '../json.js';
 import type { ChronosService } from '../service.js';
 import { alarmView } from '../wire/views.js';
+import { applySchedulesFile, exportSchedulesFile, type FileReport } from '../schedules-file/apply.js';
 
 /** An API key as the CLI shows it (and as it crosses the socket). */
 export interface KeyView {
@@ -52,12 +53,21 @@ export interface StoreOps {
     /** `{"alarm": {...}}` after the action. */
     act(owner: string, id: string, action: AlarmAction): Promise<string>;
   };
+  /** The schedules file (contract §13), given as its text. */
+  schedules: {
+    /** Reconciles once; a refused file is a report with `errors` (nothing written), not a throw. */
+    apply(text: string, options: { dryRun: boolean }): Promise<FileReport>;
+    /** The live alarms of one owner (or all) in the file's form, and those left out (no key). */
+    export(owner?: string): Promise<{ file: string; skipped: { id: string; owner_did: string }[] }>;
+  };
   migrate(): Promise<string[]>;
 }
 
 /** The StoreOps over a service this process opened. */
-export function localStoreOps(service: Pick<ChronosService, 'keys' | 'alarms' | 'migrate'>): StoreOps {
-  const { keys, alarms } = service;
+export function localStoreOps(
+  service: Pick<ChronosService, 'keys' | 'alarms' | 'schedulesFile' | 'migrate'>,
+): StoreOps {
+  const { keys, alarms, schedulesFile } = service;
   return {
     keys: {
       async create(owner, label) {
@@ -82,6 +92,11 @@ export function localStoreOps(service: Pick<ChronosService, 'keys' | 'alarms' | 
         const alarm = action === 'cancel' ? await alarms.cancel(who, { id }) : await alarms[action](who, id);
         return stringifyJson({ alarm: alarmView(alarm) });
       },
+    },
+    schedules: {
+      apply: (text, options) => applySchedulesFile(schedulesFile, text, options),
+      export: (owner) =>
+        exportSchedulesFile(schedulesFile, owner === undefined ? undefined : parseOwner(owner, 'owner').did),
     },
     migrate: () => service.migrate(),
   };

@@ -12,7 +12,12 @@ import {
   patchAlarmSchema,
 } from '../wire/alarm-input.js';
 import { alarmViewSchema, attemptViewSchema, wakeViewSchema } from '../wire/views.js';
-import { escalationBodySchema, receiptBodySchema, wakeBodySchema } from '../wire/webhooks.js';
+import {
+  escalationBodySchema,
+  receiptBodySchema,
+  scheduleChangedBodySchema,
+  wakeBodySchema,
+} from '../wire/webhooks.js';
 import { ackWakeSchema, replySchema } from '../wire/wake-input.js';
 
 const problem = z.object({
@@ -167,6 +172,7 @@ export function openApiDocument(): Record<string, unknown> {
         WakeBody: json(wakeBodySchema),
         EscalationBody: json(escalationBodySchema),
         ReceiptBody: json(receiptBodySchema),
+        ScheduleChangedBody: json(scheduleChangedBodySchema),
         Problem: json(problem),
         Readiness: json(readiness),
       },
@@ -186,6 +192,10 @@ export function openApiDocument(): Record<string, unknown> {
         'EscalationBody',
       ),
       'wake.acknowledged': webhook('The receipt of an ack, to CHRONOS_FALLBACK_URL', 'ReceiptBody'),
+      'schedule.changed': webhook(
+        'A schedules-file edit created or changed one of the owner’s alarms: a heads-up for its agent, to CHRONOS_ROUTER_URL',
+        'ScheduleChangedBody',
+      ),
     },
     paths: {
       '/v1/alarms': {

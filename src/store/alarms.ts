@@ -756,3 +756,32 @@ export async function alarmsPruneFinished(
     : ex.query(prune, [retentionMs, limit]));
   return rows.length;
 }
+
+// ---- The schedules file (contract §13) ---------------------------------------------------------
+
+// Counts one more change of an alarm by the schedules file; the count numbers its heads-ups.
+const countFileChange = sql(
+  'alarms_count_file_change',
+  `UPDATE chronos.alarms SET file_changes = file_changes + 1 WHERE id = $1 RETURNING file_changes`,
+);
+
+/** Counts a change of the alarm by the schedules file; returns how many there have been (1 first). */
+export async function alarmsCountFileChange(ex: Executor, id: string): Promise<number> {
+  const [row] = await ex.query<{ file_changes: number }>(countFileChange, [id]);
+  if (!row) throw new Error(`alarm ${id} vanished while the schedules file changed it`);
+  return row.file_changes;
+}
+
+// The active and paused alarms of the queue $2, of one owner ($1) or of every owner ($1 NULL),
+// by owner, then oldest first: what a schedules file exported from them would hold.
+const listLive = sql(
+  'alarms_list_live',
+  `SELECT ${COLUMNS} FROM chronos.alarms
+   WHERE ($1::text IS NULL OR owner_did = $1) AND queue = $2 AND status IN ('active', 'paused')
+   ORDER BY owner_did, created_at, id`,
+);
+
+/** The live (active and paused) alarms of a queue, of one owner or of all. */
+export async function alarmsListLive(ex: Executor, ownerDid: string | null, queue: string): Promise<Alarm[]> {
+  return (await ex.query<AlarmRow>(listLive, [ownerDid, queue])).map(toAlarm);
+}

@@ -2,7 +2,8 @@
  * Follows every wake that needs an acknowledgement until someone acts on it (contract §7):
  * nudges the agent through the router, escalates to a human at the fallback URL, sends a
  * receipt for every ack, and prunes finished wakes — and finished alarms with theirs — after their
- * retention periods.
+ * retention periods. It also sends the heads-ups (`schedule.changed`) that schedules-file edits
+ * owe agents (contract §13): an outbox with the same claim, lease, backoff and fencing as a stage.
  *
  * Nothing is held in memory: each pass derives what is due from the wakes' own timestamps and
  * the database's `now()` (`delivered_at` + `nudgeAfterMs`, `fired_at` + `escalateAfterMs`, an
@@ -31,6 +32,13 @@ import { createDeliveryAgent, postSigned, type SignedDelivery } from '../receive
 import { resultClass } from '../receivers/webhook.js';
 import { alarmsPruneFinished } from '../store/alarms.js';
 import type { Db } from '../store/db.js';
+import {
+  scheduleChangesClaim,
+  scheduleChangesOwed,
+  scheduleChangesPrune,
+  scheduleChangesRecord,
+  type ScheduleChangeOutcome,
+} from '../store/schedule-changes.js';
 import {
   wakesClaimEscalations,
   wakesClaimNudges,
@@ -100,6 +108,8 @@ export interface TrackerPass {
   nudged: number;
   escalated: number;
   receipts: number;
+  /** Schedules-file heads-ups (`schedule.changed`) the router accepted, or the log took. */
+  headsUps: number;
   /** Sends that failed (they are retried later). */
   failed: number;
   /** Finished wakes deleted. */
@@ -174,6 +184,7 @@ export class Tracker {
       nudged: 0,
       escalated: 0,
       receipts: 0,
+      headsUps: 0,
       failed: 0,
       pruned: 0,
       prunedAlarms: 0,
@@ -184,7 +195,7 @@ export class Tracker {
     return pass;
   }
 
-  /** The pass's sends: escalations, nudges, receipts. */
+  /** The pass's sends: escalations, nudges, receipts, schedules-file heads-ups. */
   async #send(pass: TrackerPass): Promise<void> {
     const leaseMs = this.#leaseMs;
     const limit = this.#batchSize;
@@ -230,6 +241,8 @@ export class Tracker {
     } else {
       await this.#reportUnsent();
     }
+
+    await this.#headsUps(pass);
   }
 
   /** One batch of finished wakes, and one of finished alarms, past their retention. */
@@ -254,6 +267,83 @@ export class Tracker {
       this.#logger.debug({ pruned: pass.pruned }, 'tracker: pruned finished wakes past retention');
     }
     pass.more ||= pass.pruned === this.#pruneBatchSize;
+    if (!this.#pruneOnly) {
+      const headsUps = await scheduleChangesPrune(this.#db, {
+        retentionMs: this.#retentionMs,
+        limit: this.#pruneBatchSize,
+      });
+      pass.more ||= headsUps === this.#pruneBatchSize;
+    }
+  }
+
+  /**
+   * Sends the schedules-file heads-ups that are owed, to the router (the log without one), and
+   * records each under its claim: sent, retried with backoff, or given up on a refusal that
+   * trying again cannot mend (a 4xx other than 408 and 429).
+   */
+  async #headsUps(pass: TrackerPass): Promise<void> {
+    const claims = await scheduleChangesClaim(this.#db, { limit: this.#batchSize, leaseMs: this.#leaseMs });
+    if (claims.length === 0) return;
+    pass.more ||= claims.length >= this.#batchSize;
+    const routerUrl = this.#routerUrl;
+    const signal = this.#sends.signal;
+    const results = await Promise.all(
+      claims.map(async (claim) => {
+        if (routerUrl) {
+          return {
+            claim,
+            delivery: await this.#post(routerUrl, 'router', claim.messageId, claim.body, signal),
+          };
+        }
+        this.#logger.info(
+          {
+            messageId: claim.messageId,
+            alarmId: claim.alarmId,
+            ownerDid: claim.ownerDid,
+            change: claim.change,
+          },
+          'schedule.changed (no CHRONOS_ROUTER_URL: logged instead of delivered)',
+        );
+        return { claim, delivery: { ok: true, kind: 'answered' } as SignedDelivery };
+      }),
+    );
+    const outcomes: ScheduleChangeOutcome[] = results.map(({ claim, delivery }) => {
+      if (delivery.ok) return { id: claim.id, token: claim.token, result: 'sent', error: '', retryMs: 0 };
+      if (!delivery.retryable) {
+        return { id: claim.id, token: claim.token, result: 'failed', error: delivery.error, retryMs: 0 };
+      }
+      const retryMs = retryDelayMs(claim.attempt, this.#retry, this.#random, delivery.retryAfterMs);
+      return { id: claim.id, token: claim.token, result: 'retry', error: delivery.error, retryMs };
+    });
+    const recorded = await scheduleChangesRecord(this.#db, outcomes);
+    for (const [i, { claim, delivery }] of results.entries()) {
+      const outcome = outcomes[i]!;
+      const fields = {
+        stage: 'schedule_change',
+        messageId: claim.messageId,
+        alarmId: claim.alarmId,
+        attempt: claim.attempt,
+        fenced: !recorded.has(claim.id),
+      };
+      if (delivery.ok) {
+        pass.headsUps++;
+        this.#logger.debug(fields, 'tracker: schedule.changed sent');
+        continue;
+      }
+      pass.failed++;
+      this.#metrics?.trackerFailures.inc({ stage: 'schedule_change', result: resultClass(delivery) });
+      if (outcome.result === 'failed') {
+        this.#logger.warn(
+          { ...fields, error: outcome.error },
+          'tracker: schedule.changed refused by the router; not sent again',
+        );
+      } else {
+        this.#logger.warn(
+          { ...fields, error: outcome.error, retryMs: outcome.retryMs },
+          'tracker: schedule.changed not accepted; will try again',
+        );
+      }
+    }
   }
 
   /**
@@ -475,14 +565,16 @@ export class Tracker {
   async #collect(): Promise<void> {
     const metrics = this.#metrics;
     if (!metrics) return;
-    const [stages, backlog] = await Promise.all([
+    const [stages, backlog, headsUps] = await Promise.all([
       wakesCountByStage(this.#db),
       wakesStageBacklog(this.#db, {
         nudgeAfterMs: this.#nudgeAfterMs,
         escalateAfterMs: this.#escalateAfterMs,
       }),
+      scheduleChangesOwed(this.#db),
     ]);
     for (const [stage, n] of Object.entries(stages)) metrics.wakesByStage.set({ stage }, n);
     for (const [stage, n] of Object.entries(backlog)) metrics.trackerBacklog.set({ stage }, n);
+    metrics.trackerBacklog.set({ stage: 'schedule_change' }, headsUps);
   }
 }

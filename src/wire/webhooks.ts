@@ -2,10 +2,12 @@
  * The bodies Chronos POSTs (contract §6, §7, §13), described once as zod schemas for the OpenAPI
  * document's `webhooks` section. They are built as text elsewhere — `receivers/webhook.ts` for
  * fires and nudges (the payload spliced in verbatim), `tracker/messages.ts` for escalations and
- * receipts — and the delivery tests hold what is sent to these schemas, key for key.
+ * receipts, `wire/schedules-file.ts` for the schedules file's heads-up — and the delivery tests
+ * hold what is sent to these schemas, key for key.
  */
 import { z } from 'zod';
 import { ALARM_KINDS } from '../types.js';
+import { alarmViewSchema } from './views.js';
 
 const time = (what: string) => z.string().describe(`${what}: RFC 3339 in UTC with milliseconds.`);
 
@@ -61,3 +63,17 @@ export const receiptBodySchema = z
     acknowledged_at: time('When it was acknowledged'),
   })
   .describe('`webhook-id` `<wake_id>:receipt`.');
+
+/** `schedule.changed`, to the router: a schedules-file edit created or changed one of the owner's alarms. */
+export const scheduleChangedBodySchema = z
+  .strictObject({
+    type: z.literal('schedule.changed'),
+    change: z.enum(['created', 'updated']),
+    source: z.literal('file').describe('What made the change: the schedules file.'),
+    owner_did: z.string(),
+    user_id: z.string().describe('Whom to tell: the user part of the owner DID.'),
+    alarm: alarmViewSchema.describe('The alarm as the change left it (payload digit for digit).'),
+  })
+  .describe(
+    "`webhook-id` `<alarm id>:file:<n>`, n counting the file's changes to that alarm (1: its creation).",
+  );

@@ -30,7 +30,7 @@ describe('CLI: usage and failures', () => {
     const unknown = await runChronos(['frobnicate'], {});
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toMatch(
-      /unknown command "frobnicate"; expected one of serve, migrate, keys, alarms, mcp/,
+      /unknown command "frobnicate"; expected one of serve, migrate, keys, alarms, schedules, mcp/,
     );
 
     const mcp = await runChronos(['mcp'], {});

@@ -103,7 +103,7 @@ describeEachBackend('Chronos in its own schema', ({ kind }) => {
     expect(applied).toEqual((await migrationFiles()).map((f) => f.replace(/\.sql$/, '')));
     expect(await fresh.raw(neighbourState)).toEqual(before);
     expect((await fresh.raw(tablesIn('chronos')))[0]!.tables).toBe(
-      'alarms,api_keys,chronos_schema_migrations,wake_attempts,wakes',
+      'alarms,api_keys,chronos_schema_migrations,schedule_changes,schedule_file_entries,wake_attempts,wakes',
     );
 
     // It runs: a key, an alarm, a fire — and the neighbours still have only their own rows.

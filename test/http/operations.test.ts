@@ -88,7 +88,7 @@ describeEachBackend('HTTP: operations', ({ kind, t }) => {
     expect(doc.components.schemas.AckWake.required).toEqual(['note']);
     expect(Object.keys(doc.components.schemas.Alarm.properties)).toContain('next_fire_at');
     expect(Object.keys(doc.webhooks).sort()).toEqual(
-      ['alarm.fired', 'alarm.nudge', 'wake.acknowledged', 'wake.escalated'].sort(),
+      ['alarm.fired', 'alarm.nudge', 'schedule.changed', 'wake.acknowledged', 'wake.escalated'].sort(),
     );
     expect(doc.components.schemas.WakeBody.required).toEqual(
       expect.arrayContaining(['require_ack', 'trigger', 'instructions']),

@@ -27,7 +27,8 @@ export interface TestDatabase {
 
 const truncate = sql(
   'test_truncate',
-  'TRUNCATE chronos.alarms, chronos.wakes, chronos.wake_attempts, chronos.api_keys',
+  `TRUNCATE chronos.alarms, chronos.wakes, chronos.wake_attempts, chronos.api_keys,
+     chronos.schedule_file_entries, chronos.schedule_changes`,
 );
 
 export function postgresAvailable(): boolean {
