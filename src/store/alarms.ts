@@ -157,7 +157,9 @@ export interface InsertQuotas {
 // - It answers the ids written, each payload as stored (JSONB's text: what every later read
 //   shows) and the time (now()) they were written, not the whole rows: the caller has every
 //   other column already, and for 50,000 alarms formatting and parsing them all back cost more
-//   than the insert.
+//   than the insert. They come as one text in one row — `id US payload` records separated by
+//   RS (chr 31 and 30, control characters JSONB's text never holds raw) — which the client
+//   splits for a fraction of what 50,000 rows cost to parse.
 // - One notification per queue with an alarm due within $18 ms, however many there are.
 const insertMany = sql(
   'alarms_insert_many',
@@ -201,10 +203,10 @@ const insertMany = sql(
      FROM (SELECT DISTINCT queue FROM ins
            WHERE next_fire_at <= now() + $18::int * interval '1 millisecond') q
    )
-   SELECT ins.id::text AS id, ins.payload::text AS payload, now() AS created_at, quota.recent AS quota_recent,
-     quota.rate_reset_s AS quota_rate_reset_s, quota.active AS quota_active,
-     (SELECT count(*) FROM notified)::int AS notified
-   FROM quota LEFT JOIN ins ON true`,
+   SELECT (SELECT string_agg(ins.id::text || chr(31) || ins.payload::text, chr(30)) FROM ins) AS written,
+     now() AS created_at, quota.recent AS quota_recent, quota.rate_reset_s AS quota_rate_reset_s,
+     quota.active AS quota_active, (SELECT count(*) FROM notified)::int AS notified
+   FROM quota`,
 );
 
 // The alarms of these (owner, key) pairs, in one statement.
@@ -309,8 +311,7 @@ export async function alarmsInsert(
   ];
   const quotaOwner = quotas.maxActiveAlarms > 0 || quotas.createRatePerMinute > 0 ? quotas.ownerDid : null;
   const rows = await ex.query<{
-    id: string | null;
-    payload: string;
+    written: string | null;
     created_at: Date;
     quota_recent: number;
     quota_rate_reset_s: number | null;
@@ -327,8 +328,8 @@ export async function alarmsInsert(
     LIVE_STATUSES,
     text((a) => a.traceparent),
   ]);
-  const first = rows[0];
-  if (first && !first.id) {
+  const first = rows[0]!;
+  if (first.written === null) {
     const { createRatePerMinute: rate, maxActiveAlarms: max } = quotas;
     if (rate > 0 && first.quota_recent + n > rate) {
       const retryAfterSeconds = Math.max(1, Math.ceil(first.quota_rate_reset_s ?? 1));
@@ -337,8 +338,13 @@ export async function alarmsInsert(
     if (max > 0 && first.quota_active + n > max) return { quota: 'max_active_alarms' };
   }
   const inserted = new Map<string, string>();
-  for (const row of rows) if (row.id) inserted.set(row.id, row.payload);
-  const createdAt = first!.created_at;
+  if (first.written !== null) {
+    for (const record of first.written.split('\u001e')) {
+      const cut = record.indexOf('\u001f');
+      inserted.set(record.slice(0, cut), record.slice(cut + 1));
+    }
+  }
+  const createdAt = first.created_at;
   const results = new Array<{ alarm: Alarm; deduped: boolean }>(n);
   const missing: number[] = [];
   for (let i = 0; i < n; i++) {
