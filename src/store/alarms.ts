@@ -138,6 +138,12 @@ export interface InsertQuotas {
   createRatePerMinute: number;
 }
 
+/**
+ * The alarms an owner's `max_active_alarms` counts (a paused one is still theirs to resume): the
+ * predicate of alarms_owner_live_idx, word for word, so the count is served by it.
+ */
+const LIVE = `status IN ('active', 'paused')`;
+
 // One statement checks one owner's quotas and inserts a whole batch, in order, all or nothing:
 // a create of one alarm and a batch of 50,000 are the same round trip.
 // - Columns travel as arrays, one element per alarm, times as epoch milliseconds (int8), so
@@ -148,10 +154,9 @@ export interface InsertQuotas {
 //   Array literals are written here, not by the driver: for 50,000 alarms that halved the
 //   client's work and PostgreSQL's (bench/schedule-many.ts).
 // - The quota counts ($19 owner, NULL without quotas) run once: the creates of the owner's last
-//   minute (stopping at the limit) and its active alarms over alarms_owner_status_idx — its
-//   status a parameter ($23 = 'active'), which no partial index can serve, so a generic plan
-//   made while the table was small cannot walk the claim index instead (migration 0006). Nothing
-//   is inserted when the batch ($22 alarms) would overrun either.
+//   minute (stopping at the limit) and its live alarms (active or paused) over
+//   alarms_owner_live_idx, whose predicate the count repeats word for word (migration 0012).
+//   Nothing is inserted when the batch ($22 alarms) would overrun either.
 // - An idempotency key the owner already has inserts nothing for that alarm (the unique index
 //   decides, so concurrent creates agree); the caller reads the existing alarm back.
 // - It answers the ids written, each payload as stored (JSONB's text: what every later read
@@ -166,7 +171,7 @@ const insertMany = sql(
   `WITH quota AS (
      SELECT r.n AS recent, r.reset_s AS rate_reset_s,
        CASE WHEN $19::text IS NULL OR $21 = 0 THEN 0
-            ELSE (SELECT count(*) FROM chronos.alarms WHERE owner_did = $19 AND status = ANY($23::text[]))::int END AS active
+            ELSE (SELECT count(*) FROM chronos.alarms WHERE owner_did = $19 AND ${LIVE})::int END AS active
      FROM (SELECT count(*)::int AS n,
              extract(epoch FROM (min(created_at) + interval '1 minute' - now()))::float8 AS reset_s
            FROM (SELECT created_at FROM chronos.alarms
@@ -186,10 +191,10 @@ const insertMany = sql(
        CASE WHEN cardinality($10::text[]) = 1 THEN ($10::text[])[1] ELSE u.conversation_id END, CASE WHEN cardinality($11::text[]) = 1 THEN ($11::text[])[1] ELSE u.wake_message END,
        (CASE WHEN cardinality($12::text[]) = 1 THEN ($12::text[])[1] ELSE u.payload END)::jsonb, CASE WHEN cardinality($13::text[]) = 1 THEN ($13::text[])[1] ELSE u.idempotency_key END,
        CASE WHEN cardinality($14::int[]) = 1 THEN ($14::int[])[1] ELSE u.max_failures END, CASE WHEN cardinality($15::bool[]) = 1 THEN ($15::bool[])[1] ELSE u.require_ack END, $17,
-       CASE WHEN cardinality($16::text[]) = 1 THEN ($16::text[])[1] ELSE u.queue END, CASE WHEN cardinality($24::text[]) = 1 THEN ($24::text[])[1] ELSE u.traceparent END
+       CASE WHEN cardinality($16::text[]) = 1 THEN ($16::text[])[1] ELSE u.queue END, CASE WHEN cardinality($23::text[]) = 1 THEN ($23::text[])[1] ELSE u.traceparent END
      FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int8[], $7::text[], $8::text[],
             $9::int8[], $10::text[], $11::text[], $12::text[], $13::text[], $14::int[], $15::bool[], $16::text[],
-            $24::text[])
+            $23::text[])
           WITH ORDINALITY AS u(id, owner_did, user_id, label, kind, fire_ms, cron_expr, timezone, next_ms,
             conversation_id, wake_message, payload, idempotency_key, max_failures, require_ack, queue, traceparent,
             ord),
@@ -264,9 +269,6 @@ function textElement(s: string): string {
 const NEEDS_ESCAPE = /["\\]/;
 const ESCAPED = /["\\]/g;
 
-/** The alarms an owner's `max_active_alarms` counts: a paused one is still theirs to resume. */
-const LIVE_STATUSES = ['active', 'paused'];
-
 const NO_QUOTAS: InsertQuotas = { ownerDid: '', maxActiveAlarms: 0, createRatePerMinute: 0 };
 
 /**
@@ -325,7 +327,6 @@ export async function alarmsInsert(
     quotas.createRatePerMinute,
     quotas.maxActiveAlarms,
     n,
-    LIVE_STATUSES,
     text((a) => a.traceparent),
   ]);
   const first = rows[0]!;
@@ -582,8 +583,7 @@ const retry = sql(
   `UPDATE chronos.alarms SET status = 'active', failure_count = 0, last_error = '',
      next_fire_at = now(), scheduled_for = now(), ${LET_GO}
    WHERE ${BY_REF.id} AND status = 'failed'
-     AND ($3::int = 0 OR (SELECT count(*) FROM chronos.alarms
-                          WHERE owner_did = $2 AND status = ANY($4::text[])) < $3::int)
+     AND ($3::int = 0 OR (SELECT count(*) FROM chronos.alarms WHERE owner_did = $2 AND ${LIVE}) < $3::int)
    RETURNING ${COLUMNS}, pg_notify('chronos_due', queue) AS notified`,
 );
 
@@ -597,7 +597,7 @@ export function alarmsRetry(
   id: string,
   maxActiveAlarms: number,
 ): Promise<Alarm | null> {
-  return updateOne(ex, { id: retry, key: retry }, ownerDid, { id }, [maxActiveAlarms, LIVE_STATUSES]);
+  return updateOne(ex, { id: retry, key: retry }, ownerDid, { id }, [maxActiveAlarms]);
 }
 
 // One UPDATE for all of them: an owner's active and paused alarms matching every filter given

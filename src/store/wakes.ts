@@ -72,18 +72,23 @@ export function toWake(row: WakeRow): Wake {
 
 // Newest first, keyset on (created_at, id) carried in the cursor itself (a wake may be pruned
 // between pages; the next page still starts in the right place).
-// Filters combine: status ($2), alarm ($6), conversation ($7); NULL = not filtered on.
-const list = sql(
-  'wakes_list',
-  `SELECT ${WAKE_COLUMNS}, (extract(epoch FROM w.created_at) * 1000000)::int8::text AS created_us
-   FROM chronos.wakes w JOIN chronos.alarms a ON a.id = w.alarm_id
-   WHERE w.owner_did = $1 AND ($2::text IS NULL OR w.status = $2)
-     AND ($6::uuid IS NULL OR w.alarm_id = $6::uuid)
-     AND ($7::text IS NULL OR w.conversation_id = $7)
-     AND ($3::int8 IS NULL
-          OR (w.created_at, w.id) < (timestamptz 'epoch' + $3::int8 * interval '1 microsecond', $4::uuid))
-   ORDER BY w.created_at DESC, w.id DESC LIMIT $5`,
-);
+// Filters combine: status ($2), alarm ($6), conversation ($7); NULL = not filtered on. One
+// alarm's wakes have a statement of their own, which names the alarm outright so that even a
+// generic plan finds them by wakes_alarm_idx rather than walking the owner's every wake.
+const listStatement = (name: string, alarm: string) =>
+  sql(
+    name,
+    `SELECT ${WAKE_COLUMNS}, (extract(epoch FROM w.created_at) * 1000000)::int8::text AS created_us
+     FROM chronos.wakes w JOIN chronos.alarms a ON a.id = w.alarm_id
+     WHERE w.owner_did = $1 AND ($2::text IS NULL OR w.status = $2)
+       AND ${alarm}
+       AND ($7::text IS NULL OR w.conversation_id = $7)
+       AND ($3::int8 IS NULL
+            OR (w.created_at, w.id) < (timestamptz 'epoch' + $3::int8 * interval '1 microsecond', $4::uuid))
+     ORDER BY w.created_at DESC, w.id DESC LIMIT $5`,
+  );
+const list = listStatement('wakes_list', '($6::uuid IS NULL OR w.alarm_id = $6::uuid)');
+const listOfAlarm = listStatement('wakes_list_of_alarm', 'w.alarm_id = $6::uuid');
 
 export interface WakeFilter {
   status?: WakeStatus;
@@ -97,7 +102,7 @@ export async function wakesList(
   ownerDid: string,
   options: WakeFilter & { limit: number; after?: TimeCursor },
 ): Promise<{ wake: Wake; cursor: TimeCursor }[]> {
-  const rows = await ex.query<WakeRow & { created_us: string }>(list, [
+  const rows = await ex.query<WakeRow & { created_us: string }>(options.alarmId ? listOfAlarm : list, [
     ownerDid,
     options.status ?? null,
     options.after?.createdUs ?? null,
