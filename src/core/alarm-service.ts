@@ -68,6 +68,12 @@ export interface AlarmServiceOptions {
   pastToleranceMs?: number;
   /** The dispatchers' lease: a "fire now" waits for a delivery under a live one. */
   leaseMs?: number;
+  /**
+   * A batch written on a caller's transaction without quotas goes as statements of this many
+   * alarms, overlapped with building the next (see `alarmsInsert`); PostgreSQL only (PGlite runs
+   * in this thread: nothing to overlap). Default: one statement.
+   */
+  insertChunk?: number;
 }
 
 export interface WriteOptions {
@@ -139,7 +145,7 @@ export class AlarmService {
     const alarms = rows as NewAlarm[];
 
     const quotas = write.quotas === false ? null : this.#quotasFor(items.map((i) => i.owner));
-    if (!quotas) return this.#insert(ex, alarms, write.source);
+    if (!quotas) return this.#insert(ex, alarms, write.source, undefined, write.tx ? this.options.insertChunk : undefined);
     // Alarms that already exist are answered without counting against the quotas.
     const results = new Array<Created>(alarms.length);
     const keyed = alarms.filter((a) => a.idempotencyKey !== '');
@@ -353,8 +359,9 @@ export class AlarmService {
     alarms: readonly NewAlarm[],
     source: AlarmSource,
     quotas?: InsertQuotas,
+    chunk?: number,
   ): Promise<Created[]> {
-    const result = await alarmsInsert(ex, alarms, source, this.options.notifyHorizonMs, quotas);
+    const result = await alarmsInsert(ex, alarms, source, this.options.notifyHorizonMs, quotas, chunk);
     if ('results' in result) return result.results;
     const { maxActiveAlarms, createRatePerMinute } = this.options.quotas;
     if (result.quota === 'create_rate') {

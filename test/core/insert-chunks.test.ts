@@ -1,0 +1,73 @@
+/**
+ * A large batch on a caller's transaction goes to PostgreSQL as several statements, each built
+ * while the one before runs (store/alarms.ts, `alarmsInsert`). It must answer exactly as one
+ * statement would: in order, a key given twice answered with the first one's alarm, and all or
+ * nothing — a statement refused part-way leaves none of the batch once the caller rolls back.
+ * On PGlite the same batch is one statement; the cases hold there too.
+ */
+import { afterEach, expect, it } from 'vitest';
+import { sql } from '../../src/store/db.js';
+import { describeEachBackend } from '../support/backends.js';
+import { inCallerTransaction, libraryOn } from '../support/library.js';
+
+/** More than two statements' worth (the service sends 1,000 alarms a statement). */
+const SIZE = 4_500;
+
+const count = sql('test_count_alarms', 'SELECT count(*)::int AS n FROM chronos.alarms');
+const refuseLabel = sql(
+  'test_refuse_label',
+  `ALTER TABLE chronos.alarms ADD CONSTRAINT test_refuse_label CHECK (label <> 'refuse me')`,
+);
+const allowLabel = sql('test_allow_label', 'ALTER TABLE chronos.alarms DROP CONSTRAINT IF EXISTS test_refuse_label');
+
+describeEachBackend('a batch larger than one statement', ({ t }) => {
+  afterEach(async () => {
+    await t.db.query(allowLabel);
+  });
+
+  it('answers in order, a key given twice with the first one’s alarm, every alarm stored', async () => {
+    const chronos = await libraryOn(t);
+    const specs = Array.from({ length: SIZE }, (_, i) => ({
+      key: i === 4_321 ? 'k:7' : `k:${i}`,
+      label: `n${i}`,
+      inSeconds: 600 + (i % 50),
+      payload: { i },
+    }));
+    const made = await inCallerTransaction(t, (tx) => chronos.scheduleMany(tx, specs));
+    expect(made).toHaveLength(SIZE);
+    for (const [i, alarm] of made.entries()) {
+      if (i === 4_321) continue;
+      expect(alarm.label).toBe(`n${i}`);
+      expect(alarm.payload.parse()).toEqual({ i });
+    }
+    expect(made[4_321]!.id).toBe(made[7]!.id);
+    expect(made[4_321]!.label).toBe('n7');
+    expect(new Set(made.map((a) => a.id)).size).toBe(SIZE - 1);
+    const [{ n }] = (await t.db.query(count)) as [{ n: number }];
+    expect(n).toBe(SIZE - 1);
+    expect((await chronos.get('k:4499'))!.id).toBe(made[4_499]!.id);
+    await chronos.close();
+  });
+
+  it('all or nothing: a statement refused after others ran leaves none of the batch', async () => {
+    const chronos = await libraryOn(t);
+    await t.db.query(refuseLabel);
+    const specs = Array.from({ length: SIZE }, (_, i) => ({
+      key: `k:${i}`,
+      label: i === SIZE - 3 ? 'refuse me' : `n${i}`,
+      inSeconds: 600,
+    }));
+    let refused: unknown = null;
+    await inCallerTransaction(
+      t,
+      async (tx) => {
+        refused = await chronos.scheduleMany(tx, specs).catch((error: unknown) => error);
+      },
+      { rollback: true },
+    );
+    expect(String(refused)).toMatch(/test_refuse_label/);
+    const [{ n }] = (await t.db.query(count)) as [{ n: number }];
+    expect(n).toBe(0);
+    await chronos.close();
+  });
+});
