@@ -31,11 +31,12 @@ import { contextOf, SpanKind, SpanStatusCode, startSpan } from '../tracing.js';
 import { PROBLEM_TYPE, toProblem } from './problem.js';
 import { registerAlarmRoutes } from './routes/alarms.js';
 import { registerOperationRoutes } from './routes/operations.js';
+import { registerStatsRoutes } from './routes/stats.js';
 import { registerWakeRoutes } from './routes/wakes.js';
 
 export type AppService = Pick<
   ChronosService,
-  'alarms' | 'wakes' | 'keys' | 'metrics' | 'readiness' | 'logger' | 'config' | 'dbClock'
+  'alarms' | 'wakes' | 'fireStats' | 'keys' | 'metrics' | 'readiness' | 'logger' | 'config' | 'dbClock'
 >;
 
 export interface AppOptions {
@@ -127,7 +128,7 @@ export async function buildApp(service: AppService, options: AppOptions = {}): P
       route,
       statusCode: reply.statusCode,
       ms: Math.round(reply.elapsedTime * 10) / 10,
-      owner: request.caller?.owner.did,
+      owner: request.caller?.owner?.did ?? (request.caller ? 'every owner' : undefined),
       via: request.caller?.via,
     };
     if (QUIET_ROUTES.has(route)) request.log.debug(line, 'request completed');
@@ -152,10 +153,12 @@ export async function buildApp(service: AppService, options: AppOptions = {}): P
   await app.register(
     async (v1) => {
       v1.addHook('onRequest', async (request) => {
-        request.caller = await auth.authenticate(request.headers);
+        const everyOwner = request.routeOptions.config.everyOwner === true;
+        request.caller = await auth.authenticate(request.headers, { everyOwner });
       });
       registerAlarmRoutes(v1, service.alarms);
       registerWakeRoutes(v1, service.wakes, service.alarms);
+      registerStatsRoutes(v1, service.fireStats);
     },
     { prefix: '/v1' },
   );
