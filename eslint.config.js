@@ -33,6 +33,7 @@ export default tseslint.config(
           'location',
           'sessionStorage',
           'fetch',
+          'performance',
           'FormData',
           'URLSearchParams',
           'Intl',
