@@ -182,8 +182,8 @@ function showSession() {
 
 // ---- Alarms ----------------------------------------------------------------------------------
 
-/** @type {{ cursor: string | null, shown: number }} */
-const alarmList = { cursor: null, shown: 0 };
+/** @type {{ cursor: string | null, shown: number, asked: number }} */
+const alarmList = { cursor: null, shown: 0, asked: 0 };
 
 function alarmFilters() {
   const form = /** @type {HTMLFormElement} */ ($('#alarm-filters'));
@@ -205,7 +205,10 @@ async function loadAlarms(more) {
   if (filters.q) params.set('q', filters.q);
   if (more && alarmList.cursor) params.set('cursor', alarmList.cursor);
   const owner = session?.operator && filters.owner ? filters.owner : undefined;
+  const asked = ++alarmList.asked;
   const page = await api('GET', `/v1/alarms?${params}`, { owner });
+  // A later request (new filters) was made meanwhile: its answer is the one to show.
+  if (asked !== alarmList.asked) return;
   const body = /** @type {HTMLTableSectionElement} */ ($('#alarms-table tbody'));
   if (!more) {
     body.replaceChildren();
@@ -269,6 +272,11 @@ let current = null;
 
 /** @param {string} id @param {string | undefined} owner */
 async function loadAlarm(id, owner) {
+  // Until this alarm is read, no action may go to the one shown before (or to none).
+  current = null;
+  for (const button of document.querySelectorAll('#view-alarm [data-action], #edit-form button')) {
+    /** @type {HTMLButtonElement} */ (button).disabled = true;
+  }
   const base = `/v1/alarms/${encodeURIComponent(id)}`;
   const [one, fires, wakes] = await Promise.all([
     api('GET', base, { owner }),
@@ -329,6 +337,7 @@ function showAlarm(alarm, owner) {
     alarm.kind === 'cron' ? alarm.cron_expr : (alarm.next_fire_at ?? '');
   /** @type {HTMLInputElement} */ (form.elements.namedItem('timezone')).value = alarm.timezone;
   /** @type {HTMLFieldSetElement} */ (form.querySelector('fieldset')).disabled = !allowed.cancel;
+  /** @type {HTMLButtonElement} */ (form.querySelector('button')).disabled = false;
 }
 
 /** @param {{utc: string, local: string}[]} fires @param {string} zone */

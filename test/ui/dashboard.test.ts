@@ -6,7 +6,7 @@
  */
 import { existsSync } from 'node:fs';
 import type { BrowserContext, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { describeEachBackend } from '../support/backends.js';
 import { backdate, OTHER, OWNER } from '../support/harness.js';
 import {
@@ -17,6 +17,9 @@ import {
   type Chromium,
   type DashboardServer,
 } from './browser.js';
+
+// A browser shares the CPUs with every other test file: give a case room on a busy machine.
+vi.setConfig({ testTimeout: 60_000 });
 
 // CI installs Chromium (.ci/run); a developer without it is told, loudly, that these were skipped.
 const withChromium = existsSync(CHROMIUM) || process.env.CI === 'true';
