@@ -10,6 +10,9 @@
 import { sql, type Executor } from './db.js';
 import type { AlarmKind } from '../types.js';
 
+// A wake's created_at is its fired_at (both now() of the insert that opens it), so the window on
+// created_at lets one owner's figures range-scan wakes_owner_idx (owner_did, created_at DESC)
+// instead of reading every wake the owner has. Every owner's read the wakes retention keeps.
 const lateness = (name: string, owner: string) =>
   sql(
     name,
@@ -20,7 +23,7 @@ const lateness = (name: string, owner: string) =>
        percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM fired_at - scheduled_for) * 1000)
          AS p99_ms
      FROM chronos.wakes
-     WHERE ${owner} AND trigger = 'schedule' AND fired_at >= $2::timestamptz
+     WHERE ${owner} AND trigger = 'schedule' AND created_at >= $2::timestamptz AND fired_at >= $2::timestamptz
      GROUP BY 1 ORDER BY 1`,
   );
 const latenessOfOwner = lateness('fire_stats_lateness', 'owner_did = $1');
