@@ -648,7 +648,8 @@ function show(name) {
   }
 }
 
-async function route() {
+/** @param {boolean} [moved] the viewer went to another view: their focus follows it */
+async function route(moved = false) {
   clearMessages();
   showSession();
   const hash = location.hash.slice(1);
@@ -662,6 +663,13 @@ async function route() {
   const [view, id] = (path ?? '').split('/');
   const done = document.body.dataset;
   done.ready = 'no';
+  const shown = view === 'alarm' && id ? 'alarm' : view === 'wakes' || view === 'lateness' ? view : 'alarms';
+  if (moved) {
+    const heading = $(`#view-${shown} h2`);
+    heading.tabIndex = -1;
+    show(shown);
+    heading.focus();
+  }
   try {
     if (view === 'alarm' && id) {
       show('alarm');
@@ -732,7 +740,7 @@ function start() {
     event.preventDefault();
     guarded(() => editSchedule(/** @type {HTMLFormElement} */ (event.target)));
   });
-  window.addEventListener('hashchange', () => void route());
+  window.addEventListener('hashchange', () => void route(true));
 
   const kept = sessionStorage.getItem(STORE);
   if (kept) {

@@ -129,8 +129,13 @@ if (!withChromium) {
     expect(html).not.toMatch(/https?:\/\//);
   });
 
-  it('a wrong key is refused, and the page says so', async () => {
-    await signIn('chronos_' + 'x'.repeat(43));
+  it('a wrong key is refused, and the page says so (signing in by keyboard alone)', async () => {
+    await page.goto(`${server.url}/ui`);
+    // The key field has the focus, visibly; typing and Enter sign in.
+    await page.locator('#signin-key:focus').waitFor();
+    expect(await page.evaluate('getComputedStyle(document.activeElement).outlineStyle')).toBe('solid');
+    await page.keyboard.type('chronos_' + 'x'.repeat(43));
+    await page.keyboard.press('Enter');
     const refusal = page.locator('#signin-error');
     await refusal.waitFor();
     expect(await refusal.textContent()).toMatch(/refused/);
