@@ -16,6 +16,7 @@ import type { Config } from './config.js';
 import { AlarmService } from './core/alarm-service.js';
 import { KeyService } from './core/key-service.js';
 import { WakeService } from './core/wake-service.js';
+import { FireStatsService } from './core/fire-stats-service.js';
 import { SchedulesFileService } from './core/schedules-file-service.js';
 import { SchedulesFileWatcher } from './schedules-file/watcher.js';
 import { scheduleChangedBody } from './wire/schedules-file.js';
@@ -82,6 +83,8 @@ export class ChronosService {
   readonly keys: KeyService;
   /** Wake records: list, ack, reported replies (HTTP, MCP; the tracker hooks onAcknowledged). */
   readonly wakes: WakeService;
+  /** The dashboard's figures: lateness per minute, fires due per minute (contract §15). */
+  readonly fireStats: FireStatsService;
   /** The dispatcher of the queue `router`: wakes to the router (contract §4a, §6). */
   readonly dispatcher: Dispatcher;
   /** Nudges, escalations, ack receipts and retention of wakes (contract §7); schedules-file heads-ups. */
@@ -125,6 +128,7 @@ export class ChronosService {
       insertChunk: db.kind === 'postgres' ? INSERT_CHUNK : undefined,
     });
     this.keys = new KeyService(db, { clock });
+    this.fireStats = new FireStatsService({ db, dbClock: this.dbClock });
     this.wakes = new WakeService({
       db,
       replyWindowMs: config.replyWindowMs,

@@ -20,6 +20,7 @@ import {
 } from '../errors.js';
 import type { RawJson } from '../json.js';
 import { nextOccurrence } from '../schedule/next-occurrence.js';
+import { nextFires } from '../schedule/resolve.js';
 import { resolveSchedule } from '../schedule/resolve.js';
 import { contextOf, inSpan, traceparentOf } from '../tracing.js';
 import {
@@ -47,6 +48,7 @@ import type { Executor } from '../store/db.js';
 import { ALARM_STATUSES, DEFAULT_QUEUE, ROUTER_QUEUE, type Alarm, type AlarmSource } from '../types.js';
 import { LIMITS, SCHEDULE_FIELDS, type AlarmSpec } from './alarm-spec.js';
 import { isUuid, type Owner } from './owner.js';
+import { codePoints, isStorable } from './text.js';
 import { parseLimit, timeCursor, parseOneOf, toPage, type Page } from './page.js';
 
 export interface Quotas {
@@ -181,20 +183,39 @@ export class AlarmService {
     return alarmsGetByKey(tx ?? this.options.db, owner.did, key);
   }
 
+  /**
+   * One page of the owner's alarms, newest first — of every owner when `owner` is null (the
+   * operator's view). `q` keeps the alarms whose label contains it, ignoring case.
+   */
   async list(
-    owner: Owner,
-    query: { status?: unknown; limit?: unknown; cursor?: unknown },
+    owner: Owner | null,
+    query: { status?: unknown; q?: unknown; limit?: unknown; cursor?: unknown },
   ): Promise<Page<Alarm>> {
     const status = parseOneOf('status', ALARM_STATUSES, query.status);
+    const labelContains = optionalSearch(query.q, 'q');
     const limit = parseLimit(query.limit);
     const after = timeCursor.parse(query.cursor);
-    const rows = await alarmsList(this.options.db, owner.did, { status, limit: limit + 1, after });
+    const rows = await alarmsList(this.options.db, owner?.did ?? null, {
+      status,
+      labelContains,
+      limit: limit + 1,
+      after,
+    });
     return toPage(
       rows,
       limit,
       (r) => r.alarm,
       (r) => timeCursor.encode(r.cursor),
     );
+  }
+
+  /**
+   * The next `count` due instants of one of the owner's alarms (1–50, default 5), in UTC and in
+   * the alarm's zone, as MCP's `next_fires` shows them; none unless it is active.
+   */
+  async nextFires(owner: Owner, id: string, query: { count?: unknown }): Promise<NextFire[]> {
+    const count = parseCount(query.count);
+    return alarmNextFires(await this.get(owner, id), count);
   }
 
   /**
@@ -405,6 +426,44 @@ export class AlarmService {
       minCronIntervalMs: this.options.quotas.minCronIntervalMs,
     });
   }
+}
+
+/** A coming due instant: in UTC, and in the alarm's zone with that zone's offset. */
+export interface NextFire {
+  utc: string;
+  local: string;
+}
+
+export const NEXT_FIRES_COUNT = { min: 1, max: 50, default: 5 } as const;
+
+/**
+ * The next `count` due instants of an alarm (one for a one-shot; none unless active): what MCP's
+ * `next_fires` and `GET /v1/alarms/{id}/next-fires` show.
+ */
+export function alarmNextFires(alarm: Alarm, count: number): NextFire[] {
+  return alarm.status === 'active' ? nextFires(alarm, count) : [];
+}
+
+function parseCount(value: unknown): number {
+  if (value === undefined || value === '') return NEXT_FIRES_COUNT.default;
+  const n = typeof value === 'string' && /^\d{1,3}$/.test(value) ? Number(value) : NaN;
+  if (!(n >= NEXT_FIRES_COUNT.min && n <= NEXT_FIRES_COUNT.max)) {
+    throw invalidInput(
+      'count',
+      `a whole number from ${NEXT_FIRES_COUNT.min} to ${NEXT_FIRES_COUNT.max}`,
+      value,
+    );
+  }
+  return n;
+}
+
+/** A label search: absent, or text of 1 to 200 characters. */
+function optionalSearch(value: unknown, path: string): string | undefined {
+  if (value === undefined || value === '') return undefined;
+  if (typeof value !== 'string' || codePoints(value) > 200 || !isStorable(value)) {
+    throw invalidInput(path, 'text of at most 200 characters to look for in labels', value);
+  }
+  return value;
 }
 
 const STANDING: Record<Alarm['status'], string> = {

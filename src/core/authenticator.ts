@@ -1,7 +1,9 @@
 /**
  * Who is asking: `Authorization: Bearer <api key>` names one owner; the operator token
  * (`CHRONOS_OPERATOR_TOKEN`) acts for the owner named by `X-Chronos-Owner`. An owner's key with
- * `X-Chronos-Owner` naming anyone else is refused (403).
+ * `X-Chronos-Owner` naming anyone else is refused (403). Where the door allows it (the lists and
+ * figures the dashboard reads across owners), the operator token without `X-Chronos-Owner`
+ * acts for every owner at once: a caller whose `owner` is null.
  *
  * Neither the key nor the token ever appears in an answer or a log line: refusals say what was
  * wrong with the header, not what it held.
@@ -19,6 +21,12 @@ export interface Caller {
   via: string;
 }
 
+/** The operator token with no `X-Chronos-Owner`, where every owner may be read at once. */
+export interface EveryOwnerCaller {
+  owner: null;
+  via: 'operator';
+}
+
 const BEARER = /^Bearer +([^\s]+) *$/i;
 
 const digest = (value: string) => createHash('sha256').update(value).digest();
@@ -33,8 +41,19 @@ export class Authenticator {
     this.#operatorDigest = operatorToken ? digest(operatorToken) : null;
   }
 
-  /** The caller of a request, from its headers; throws 401, 403 or 400 (malformed owner). */
-  async authenticate(headers: Record<string, string | string[] | undefined>): Promise<Caller> {
+  /**
+   * The caller of a request, from its headers; throws 401, 403 or 400 (malformed owner, or the
+   * operator token naming no owner unless `everyOwner` allows it).
+   */
+  async authenticate(headers: Record<string, string | string[] | undefined>): Promise<Caller>;
+  async authenticate(
+    headers: Record<string, string | string[] | undefined>,
+    options: { everyOwner: boolean },
+  ): Promise<Caller | EveryOwnerCaller>;
+  async authenticate(
+    headers: Record<string, string | string[] | undefined>,
+    options: { everyOwner: boolean } = { everyOwner: false },
+  ): Promise<Caller | EveryOwnerCaller> {
     const authorization = single(headers.authorization, 'Authorization');
     if (authorization === undefined) {
       throw new ChronosError(
@@ -54,6 +73,7 @@ export class Authenticator {
 
     if (this.#isOperator(token)) {
       if (named === undefined) {
+        if (options.everyOwner) return { owner: null, via: 'operator' };
         throw invalidInput(
           'X-Chronos-Owner',
           'the DID of the owner the operator token acts for, e.g. "did:matrix:<user uuid>:<key fingerprint>"',

@@ -48,15 +48,16 @@ export class WakeService {
   }
 
   /**
-   * One page of the owner's wakes, newest first; the filters combine: `status`, `alarm_id`,
-   * `conversation_id`.
+   * One page of the owner's wakes (every owner's when `owner` is null: the operator's view),
+   * newest first; the filters combine: `status`, `alarm_id`, `conversation_id`, `require_ack`.
    */
   async list(
-    owner: Owner,
+    owner: Owner | null,
     query: {
       status?: unknown;
       alarm_id?: unknown;
       conversation_id?: unknown;
+      require_ack?: unknown;
       limit?: unknown;
       cursor?: unknown;
     },
@@ -66,12 +67,14 @@ export class WakeService {
     const after = timeCursor.parse(query.cursor);
     const alarmId = optionalText(query.alarm_id, 'alarm_id');
     const conversationId = optionalText(query.conversation_id, 'conversation_id');
+    const requireAck = optionalBoolean(query.require_ack, 'require_ack');
     // An alarm id that is no UUID names no alarm: an empty page, as for another owner's.
     if (alarmId !== undefined && !isUuid(alarmId)) return { items: [], nextCursor: null };
-    const rows = await wakesList(this.#db, owner.did, {
+    const rows = await wakesList(this.#db, owner?.did ?? null, {
       status,
       alarmId,
       conversationId,
+      requireAck,
       limit: limit + 1,
       after,
     });
@@ -150,6 +153,14 @@ function optionalText(value: unknown, path: string): string | undefined {
     throw invalidInput(path, 'a string of at most 200 characters', value);
   }
   return value;
+}
+
+/** A true/false filter from a query string: absent, `true` or `false`. */
+function optionalBoolean(value: unknown, path: string): boolean | undefined {
+  if (value === undefined || value === '') return undefined;
+  if (value === 'true' || value === true) return true;
+  if (value === 'false' || value === false) return false;
+  throw invalidInput(path, '"true" or "false"', value);
 }
 
 /** The note, trimmed: not empty, storable, at most NOTE_MAX_CHARS characters. */

@@ -2,7 +2,7 @@
  * The HTTP API (contract §5) as one Fastify app over a ChronosService.
  *
  * - `/v1/*` needs `Authorization: Bearer …` (checked before the body is read); everything else
- *   (`/healthz`, `/readyz`, `/metrics`, `/openapi.json`) needs nothing.
+ *   (`/healthz`, `/readyz`, `/metrics`, `/openapi.json`, the dashboard page at `/ui`) needs nothing.
  * - `/mcp` (MCP over Streamable HTTP) is mounted beside it by `src/server.ts`, with the same
  *   authentication (`authenticator`).
  * - Bodies are read as text (at most 128 KiB, 413 beyond) and parsed as JSON whatever their
@@ -30,12 +30,14 @@ import { parseJsonBody } from './json-body.js';
 import { contextOf, SpanKind, SpanStatusCode, startSpan } from '../tracing.js';
 import { PROBLEM_TYPE, toProblem } from './problem.js';
 import { registerAlarmRoutes } from './routes/alarms.js';
+import { registerDashboardRoutes } from './routes/dashboard.js';
 import { registerOperationRoutes } from './routes/operations.js';
+import { registerStatsRoutes } from './routes/stats.js';
 import { registerWakeRoutes } from './routes/wakes.js';
 
 export type AppService = Pick<
   ChronosService,
-  'alarms' | 'wakes' | 'keys' | 'metrics' | 'readiness' | 'logger' | 'config' | 'dbClock'
+  'alarms' | 'wakes' | 'fireStats' | 'keys' | 'metrics' | 'readiness' | 'logger' | 'config' | 'dbClock'
 >;
 
 export interface AppOptions {
@@ -55,7 +57,7 @@ export interface ChronosApp extends FastifyInstance {
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 // A key pasted into a URL by mistake must not reach the logs either.
 const KEY_IN_TEXT = /chronos_[A-Za-z0-9_-]{43}/g;
-const QUIET_ROUTES = new Set(['/healthz', '/readyz', '/metrics']);
+const QUIET_ROUTES = new Set(['/healthz', '/readyz', '/metrics', '/ui/dashboard.css', '/ui/dashboard.js']);
 
 /** Replaces anything key-shaped, and the operator token, in text bound for a log line. */
 function scrubber(operatorToken: string | undefined): (text: string) => string {
@@ -127,7 +129,7 @@ export async function buildApp(service: AppService, options: AppOptions = {}): P
       route,
       statusCode: reply.statusCode,
       ms: Math.round(reply.elapsedTime * 10) / 10,
-      owner: request.caller?.owner.did,
+      owner: request.caller?.owner?.did ?? (request.caller ? 'every owner' : undefined),
       via: request.caller?.via,
     };
     if (QUIET_ROUTES.has(route)) request.log.debug(line, 'request completed');
@@ -146,16 +148,19 @@ export async function buildApp(service: AppService, options: AppOptions = {}): P
   });
 
   registerOperationRoutes(app, service, state);
+  registerDashboardRoutes(app);
 
   const auth = new Authenticator(service.keys, operatorToken);
   app.decorate('authenticator', auth);
   await app.register(
     async (v1) => {
       v1.addHook('onRequest', async (request) => {
-        request.caller = await auth.authenticate(request.headers);
+        const everyOwner = request.routeOptions.config.everyOwner === true;
+        request.caller = await auth.authenticate(request.headers, { everyOwner });
       });
       registerAlarmRoutes(v1, service.alarms);
       registerWakeRoutes(v1, service.wakes, service.alarms);
+      registerStatsRoutes(v1, service.fireStats);
     },
     { prefix: '/v1' },
   );

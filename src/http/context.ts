@@ -4,16 +4,24 @@
  */
 import type { FastifyRequest } from 'fastify';
 import { describeValue, invalidFields } from '../errors.js';
-import type { Caller } from '../core/authenticator.js';
+import type { Caller, EveryOwnerCaller } from '../core/authenticator.js';
+import type { Owner } from '../core/owner.js';
 import { traceparentOf, type Span } from '../tracing.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
-    caller: Caller | null;
+    caller: Caller | EveryOwnerCaller | null;
     /** The request's server span (a no-op one without a tracer provider). */
     span: Span | null;
   }
+  interface FastifyContextConfig {
+    /** The operator token may name no owner here: it then reads every owner's records. */
+    everyOwner?: boolean;
+  }
 }
+
+/** The route config of a list or figure the operator may read across every owner. */
+export const EVERY_OWNER = { config: { everyOwner: true } } as const;
 
 /** How a route writes: from the API, in the trace of this request. */
 export function writeOf(request: FastifyRequest): { source: 'api'; trace: string } {
@@ -21,8 +29,16 @@ export function writeOf(request: FastifyRequest): { source: 'api'; trace: string
 }
 
 export function callerOf(request: FastifyRequest): Caller {
+  const caller = request.caller;
+  if (!caller) throw new Error('route registered outside the authenticated scope');
+  if (caller.owner === null) throw new Error('a route for one owner was reached with every owner');
+  return caller;
+}
+
+/** Whose records a route marked EVERY_OWNER reads: one owner's, or every owner's (null). */
+export function scopeOf(request: FastifyRequest): Owner | null {
   if (!request.caller) throw new Error('route registered outside the authenticated scope');
-  return request.caller;
+  return request.caller.owner;
 }
 
 /** The query parameters, when every one is among `allowed`; 400 naming the others otherwise. */

@@ -11,7 +11,15 @@ import {
   createAlarmSchema,
   patchAlarmSchema,
 } from '../wire/alarm-input.js';
-import { alarmViewSchema, attemptViewSchema, wakeViewSchema } from '../wire/views.js';
+import {
+  alarmViewSchema,
+  attemptViewSchema,
+  latenessViewSchema,
+  nextFiresSchema,
+  ownersViewSchema,
+  upcomingViewSchema,
+  wakeViewSchema,
+} from '../wire/views.js';
 import {
   escalationBodySchema,
   receiptBodySchema,
@@ -99,6 +107,9 @@ const envelope = (properties: Record<string, unknown>, required: string[]) => ({
   required,
 });
 
+const EVERY_OWNER_NOTE =
+  'The operator token without `X-Chronos-Owner` reads every owner here (the dashboard’s operator view); a list then carries `owners`, each item’s id → its owner’s DID.';
+
 export function openApiDocument(): Record<string, unknown> {
   // `{alarm}` / `{wake}`: one item in its envelope.
   const itemAnswer = (key: 'alarm' | 'wake', description: string) => ({
@@ -109,12 +120,16 @@ export function openApiDocument(): Record<string, unknown> {
   });
   const alarmAnswer = (description: string) => itemAnswer('alarm', description);
   // `{alarms, next_cursor}` / `{wakes, next_cursor}`: a page of a list.
-  const pageAnswer = (key: 'alarms' | 'wakes', item: 'Alarm' | 'Wake') => ({
+  const pageAnswer = (key: 'alarms' | 'wakes', item: 'Alarm' | 'Wake', everyOwner = false) => ({
     description: 'A page; `next_cursor` is null on the last one.',
     content: {
       'application/json': {
         schema: envelope(
-          { [key]: { type: 'array', items: ref(item) }, next_cursor: { type: ['string', 'null'] } },
+          {
+            [key]: { type: 'array', items: ref(item) },
+            next_cursor: { type: ['string', 'null'] },
+            ...(everyOwner && { owners: ref('Owners') }),
+          },
           [key, 'next_cursor'],
         ),
       },
@@ -169,6 +184,10 @@ export function openApiDocument(): Record<string, unknown> {
         Alarm: json(alarmViewSchema),
         Wake: json(wakeViewSchema),
         Attempt: json(attemptViewSchema),
+        Owners: json(ownersViewSchema),
+        NextFires: json(nextFiresSchema),
+        Lateness: json(latenessViewSchema),
+        Upcoming: json(upcomingViewSchema),
         WakeBody: json(wakeBodySchema),
         EscalationBody: json(escalationBodySchema),
         ReceiptBody: json(receiptBodySchema),
@@ -227,9 +246,18 @@ export function openApiDocument(): Record<string, unknown> {
         },
         get: {
           summary: 'List your alarms, newest first',
-          parameters: listParams(ALARM_STATUSES),
+          description: EVERY_OWNER_NOTE,
+          parameters: [
+            ...listParams(ALARM_STATUSES),
+            {
+              name: 'q',
+              in: 'query',
+              schema: { type: 'string', maxLength: 200 },
+              description: 'Only alarms whose label contains this text, ignoring case.',
+            },
+          ],
           responses: {
-            '200': pageAnswer('alarms', 'Alarm'),
+            '200': pageAnswer('alarms', 'Alarm', true),
             ...ERRORS,
           },
         },
@@ -342,6 +370,66 @@ export function openApiDocument(): Record<string, unknown> {
         'The active alarm.',
         'The alarm has not failed.',
       ),
+      '/v1/alarms/{id}/next-fires': {
+        parameters: [idParam('id', 'The alarm id.')],
+        get: {
+          summary: 'The alarm’s next due instants, in UTC and in its own zone (as MCP’s `next_fires`)',
+          parameters: [
+            {
+              name: 'count',
+              in: 'query',
+              schema: { type: 'integer', minimum: 1, maximum: 50, default: 5 },
+              description: 'How many (a one-shot has one; an alarm that is not active has none).',
+            },
+          ],
+          responses: {
+            '200': {
+              description: 'The next fires.',
+              content: {
+                'application/json': { schema: envelope({ next_fires: ref('NextFires') }, ['next_fires']) },
+              },
+            },
+            ...ERRORS,
+            '404': problemResponse('No such alarm.'),
+          },
+        },
+      },
+      '/v1/stats/lateness': {
+        get: {
+          summary: 'Lateness of scheduled fires per minute (p50, p99) over the last minutes',
+          description: `Lateness is a wake's fired_at minus its scheduled_for; manual fires are not counted. ${EVERY_OWNER_NOTE}`,
+          parameters: [
+            {
+              name: 'minutes',
+              in: 'query',
+              schema: { type: 'integer', minimum: 1, maximum: 1440, default: 60 },
+              description: 'How many minutes back, the current one included.',
+            },
+          ],
+          responses: {
+            '200': { description: 'Every minute of the window.', content: content('Lateness') },
+            ...ERRORS,
+          },
+        },
+      },
+      '/v1/stats/upcoming': {
+        get: {
+          summary: 'Fires due per minute over the coming hours',
+          description: `Cron alarms count every occurrence in the window. ${EVERY_OWNER_NOTE}`,
+          parameters: [
+            {
+              name: 'hours',
+              in: 'query',
+              schema: { type: 'integer', minimum: 1, maximum: 48, default: 6 },
+              description: 'How many hours ahead, from the start of the current minute.',
+            },
+          ],
+          responses: {
+            '200': { description: 'Every minute of the window.', content: content('Upcoming') },
+            ...ERRORS,
+          },
+        },
+      },
       '/v1/alarms/{id}/wakes': {
         parameters: [idParam('id', 'The alarm id.')],
         get: {
@@ -357,6 +445,7 @@ export function openApiDocument(): Record<string, unknown> {
       '/v1/wakes': {
         get: {
           summary: 'List your wakes (one per fire), newest first; the filters combine',
+          description: EVERY_OWNER_NOTE,
           parameters: [
             ...listParams(WAKE_STATUSES),
             {
@@ -371,9 +460,16 @@ export function openApiDocument(): Record<string, unknown> {
               schema: { type: 'string' },
               description: 'Only this conversation’s.',
             },
+            {
+              name: 'require_ack',
+              in: 'query',
+              schema: { type: 'string', enum: ['true', 'false'] },
+              description:
+                'Only wakes that do (`true`) or do not (`false`) wait for an acknowledgement; `status=delivered&require_ack=true` lists those still waiting.',
+            },
           ],
           responses: {
-            '200': pageAnswer('wakes', 'Wake'),
+            '200': pageAnswer('wakes', 'Wake', true),
             ...ERRORS,
           },
         },

@@ -8,7 +8,7 @@
 import { z } from 'zod';
 import { ALARM_STATUSES, WAKE_STATUSES } from '../types.js';
 import { alarmFields } from '../wire/alarm-input.js';
-import { alarmViewSchema, wakeViewSchema } from '../wire/views.js';
+import { alarmViewSchema, nextFiresSchema, wakeViewSchema } from '../wire/views.js';
 
 const time = (what: string) => z.string().describe(`${what}: RFC 3339 in UTC with milliseconds.`);
 
@@ -140,17 +140,10 @@ export const ackWakeInput = z.strictObject({
 
 const serverTime = time('The server (database) clock when this answer was made');
 
-const nextFires = z
-  .array(
-    z.strictObject({
-      utc: time('A coming due instant'),
-      local: z.string().describe('The same instant in the alarm time zone, RFC 3339 with that zone offset.'),
-    }),
-  )
-  .describe(
-    'The next due instants (up to three; one for a one-shot alarm; none unless active). Check them: a ' +
-      'wrong hour here usually means a wrong time zone or offset.',
-  );
+const nextFires = nextFiresSchema.describe(
+  'The next due instants (up to three; one for a one-shot alarm; none unless active). Check them: a ' +
+    'wrong hour here usually means a wrong time zone or offset.',
+);
 
 export const scheduleAlarmOutput = z.strictObject({
   alarm: alarmViewSchema,

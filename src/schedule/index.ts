@@ -3,6 +3,7 @@ export { formatDuration, parseDuration } from './duration.js';
 export { assertTimeZone, formatLocal, isTimeZone, zoneOffsetMs } from './time-zone.js';
 export { minIntervalMs, parseCron, type CronSchedule } from './cron.js';
 export {
+  fireTimes,
   MAX_IN_SECONDS,
   nextFires,
   resolveSchedule,

@@ -125,6 +125,22 @@ export function resolveSchedule(
 }
 
 /**
+ * The fire times from `nextFireAt` on, in order, without end for a cron schedule (one for
+ * `once`). `@every` is anchored on `nextFireAt`. Take what you need and stop.
+ */
+export function* fireTimes(
+  schedule: Pick<ResolvedSchedule, 'kind' | 'cronExpr' | 'timezone' | 'nextFireAt'>,
+): Generator<Date, void, undefined> {
+  yield schedule.nextFireAt;
+  if (schedule.kind === 'once') return;
+  const cron = parseCron(schedule.cronExpr, schedule.timezone);
+  for (let last = schedule.nextFireAt; ;) {
+    last = cron.next(last, schedule.nextFireAt);
+    yield last;
+  }
+}
+
+/**
  * The next `count` fire times from `nextFireAt` on (one for `once`), in UTC and in the schedule's
  * zone. `@every` is anchored on `nextFireAt`.
  */
@@ -132,18 +148,13 @@ export function nextFires(
   schedule: Pick<ResolvedSchedule, 'kind' | 'cronExpr' | 'timezone' | 'nextFireAt'>,
   count = 3,
 ): { utc: string; local: string }[] {
-  const show = (instant: Date) => ({
-    utc: instant.toISOString(),
-    local: formatLocal(instant, schedule.timezone),
-  });
-  if (count < 1) return [];
-  if (schedule.kind === 'once') return [show(schedule.nextFireAt)];
-  const cron = parseCron(schedule.cronExpr, schedule.timezone);
-  const fires = [schedule.nextFireAt];
-  for (let i = 1; i < count; i++) {
-    fires.push(cron.next(fires[i - 1] as Date, schedule.nextFireAt));
+  const fires: { utc: string; local: string }[] = [];
+  if (count < 1) return fires;
+  for (const instant of fireTimes(schedule)) {
+    fires.push({ utc: instant.toISOString(), local: formatLocal(instant, schedule.timezone) });
+    if (fires.length >= count) break;
   }
-  return fires.map(show);
+  return fires;
 }
 
 function parseAt(value: unknown): Date {

@@ -484,29 +484,39 @@ export async function alarmsGet(ex: Executor, ownerDid: string, id: string): Pro
 
 // Newest first, keyset on (created_at, id) carried in the cursor itself: the database's
 // microseconds decide the order, a page is stable while alarms are created, and an alarm deleted
-// between pages (retention) does not end the list.
-const list = sql(
-  'alarms_list',
-  `SELECT ${COLUMNS}, (extract(epoch FROM created_at) * 1000000)::int8::text AS created_us
-   FROM chronos.alarms
-   WHERE owner_did = $1 AND ($2::text IS NULL OR status = $2)
-     AND ($3::int8 IS NULL
-          OR (created_at, id) < (timestamptz 'epoch' + $3::int8 * interval '1 microsecond', $4::uuid))
-   ORDER BY created_at DESC, id DESC LIMIT $5`,
-);
+// between pages (retention) does not end the list. `q` ($6) keeps labels that contain it, in any
+// case (strpos, so `%` and `_` are plain characters). One statement for one owner ($1), another
+// for every owner (the operator's dashboard): neither needs a generic plan that fits both.
+const listStatement = (name: string, owner: string) =>
+  sql(
+    name,
+    `SELECT ${COLUMNS}, (extract(epoch FROM created_at) * 1000000)::int8::text AS created_us
+     FROM chronos.alarms
+     WHERE ${owner} AND ($2::text IS NULL OR status = $2)
+       AND ($6::text IS NULL OR strpos(lower(label), lower($6)) > 0)
+       AND ($3::int8 IS NULL
+            OR (created_at, id) < (timestamptz 'epoch' + $3::int8 * interval '1 microsecond', $4::uuid))
+     ORDER BY created_at DESC, id DESC LIMIT $5`,
+  );
+const list = listStatement('alarms_list', 'owner_did = $1');
+const listAll = listStatement('alarms_list_every_owner', '$1::text IS NULL');
 
-/** One page of an owner's alarms, newest first, after `after` when given. */
+/**
+ * One page of an owner's alarms (of every owner when `ownerDid` is null), newest first, after
+ * `after` when given; `labelContains` keeps those whose label contains it, ignoring case.
+ */
 export async function alarmsList(
   ex: Executor,
-  ownerDid: string,
-  options: { status?: AlarmStatus; limit: number; after?: TimeCursor },
+  ownerDid: string | null,
+  options: { status?: AlarmStatus; labelContains?: string; limit: number; after?: TimeCursor },
 ): Promise<{ alarm: Alarm; cursor: TimeCursor }[]> {
-  const rows = await ex.query<AlarmRow & { created_us: string }>(list, [
+  const rows = await ex.query<AlarmRow & { created_us: string }>(ownerDid === null ? listAll : list, [
     ownerDid,
     options.status ?? null,
     options.after?.createdUs ?? null,
     options.after?.id ?? null,
     options.limit,
+    options.labelContains ?? null,
   ]);
   return rows.map((row) => ({ alarm: toAlarm(row), cursor: { createdUs: row.created_us, id: row.id } }));
 }

@@ -72,37 +72,43 @@ export function toWake(row: WakeRow): Wake {
 
 // Newest first, keyset on (created_at, id) carried in the cursor itself (a wake may be pruned
 // between pages; the next page still starts in the right place).
-// Filters combine: status ($2), alarm ($6), conversation ($7); NULL = not filtered on. One
-// alarm's wakes have a statement of their own, which names the alarm outright so that even a
-// generic plan finds them by wakes_alarm_idx rather than walking the owner's every wake.
-const listStatement = (name: string, alarm: string) =>
+// Filters combine: status ($2), alarm ($6), conversation ($7), require_ack ($8); NULL = not
+// filtered on. One alarm's wakes have a statement of their own, which names the alarm outright so
+// that even a generic plan finds them by wakes_alarm_idx rather than walking the owner's every
+// wake; every owner's wakes (the operator's dashboard, $1 NULL) have another.
+const listStatement = (name: string, owner: string, alarm: string) =>
   sql(
     name,
     `SELECT ${WAKE_COLUMNS}, (extract(epoch FROM w.created_at) * 1000000)::int8::text AS created_us
      FROM chronos.wakes w JOIN chronos.alarms a ON a.id = w.alarm_id
-     WHERE w.owner_did = $1 AND ($2::text IS NULL OR w.status = $2)
+     WHERE ${owner} AND ($2::text IS NULL OR w.status = $2)
        AND ${alarm}
        AND ($7::text IS NULL OR w.conversation_id = $7)
+       AND ($8::bool IS NULL OR w.require_ack = $8)
        AND ($3::int8 IS NULL
             OR (w.created_at, w.id) < (timestamptz 'epoch' + $3::int8 * interval '1 microsecond', $4::uuid))
      ORDER BY w.created_at DESC, w.id DESC LIMIT $5`,
   );
-const list = listStatement('wakes_list', '($6::uuid IS NULL OR w.alarm_id = $6::uuid)');
-const listOfAlarm = listStatement('wakes_list_of_alarm', 'w.alarm_id = $6::uuid');
+const ANY_ALARM = '($6::uuid IS NULL OR w.alarm_id = $6::uuid)';
+const list = listStatement('wakes_list', 'w.owner_did = $1', ANY_ALARM);
+const listOfAlarm = listStatement('wakes_list_of_alarm', 'w.owner_did = $1', 'w.alarm_id = $6::uuid');
+const listAll = listStatement('wakes_list_every_owner', '$1::text IS NULL', ANY_ALARM);
 
 export interface WakeFilter {
   status?: WakeStatus;
   alarmId?: string;
   conversationId?: string;
+  requireAck?: boolean;
 }
 
-/** One page of an owner's wakes, newest first, after `after` when given. */
+/** One page of an owner's wakes (every owner's when `ownerDid` is null), newest first, after `after` when given. */
 export async function wakesList(
   ex: Executor,
-  ownerDid: string,
+  ownerDid: string | null,
   options: WakeFilter & { limit: number; after?: TimeCursor },
 ): Promise<{ wake: Wake; cursor: TimeCursor }[]> {
-  const rows = await ex.query<WakeRow & { created_us: string }>(options.alarmId ? listOfAlarm : list, [
+  const statement = ownerDid === null ? listAll : options.alarmId ? listOfAlarm : list;
+  const rows = await ex.query<WakeRow & { created_us: string }>(statement, [
     ownerDid,
     options.status ?? null,
     options.after?.createdUs ?? null,
@@ -110,6 +116,7 @@ export async function wakesList(
     options.limit,
     options.alarmId ?? null,
     options.conversationId ?? null,
+    options.requireAck ?? null,
   ]);
   return rows.map((row) => ({ wake: toWake(row), cursor: { createdUs: row.created_us, id: row.id } }));
 }

@@ -5,6 +5,7 @@
  * omitted from the alarm view; null timestamps are shown as null in the wake view.
  */
 import { z } from 'zod';
+import type { LatenessStats, UpcomingStats } from '../core/fire-stats-service.js';
 import type { RawJson } from '../json.js';
 import {
   ALARM_KINDS,
@@ -148,5 +149,85 @@ export function attemptView(attempt: WakeAttempt): AttemptView {
     status_code: attempt.statusCode,
     error: attempt.error,
     duration_ms: attempt.durationMs,
+  };
+}
+
+/** `owners` beside a list read for every owner: each item's id → its owner's DID. */
+export const ownersViewSchema = z
+  .record(z.string(), z.string())
+  .describe(
+    "Only when the operator token lists every owner (no X-Chronos-Owner): each listed item's id → its owner's DID.",
+  );
+
+export function ownersView(items: readonly { id: string; ownerDid: string }[]): Record<string, string> {
+  return Object.fromEntries(items.map((item) => [item.id, item.ownerDid]));
+}
+
+export const nextFiresSchema = z
+  .array(
+    z.strictObject({
+      utc: time('A coming due instant'),
+      local: z.string().describe('The same instant in the alarm time zone, RFC 3339 with that zone offset.'),
+    }),
+  )
+  .describe(
+    'The next due instants (one for a one-shot alarm; none unless active). Check them: a ' +
+      'wrong hour here usually means a wrong time zone or offset.',
+  );
+
+export const latenessViewSchema = z
+  .strictObject({
+    from: time('The start of the first minute'),
+    to: time('The end of the last minute (the start of the next one)'),
+    minutes: z.array(
+      z.strictObject({
+        minute: time('The start of the minute'),
+        fires: z.number().int().describe('Scheduled fires in the minute (manual fires are not counted).'),
+        p50_ms: z
+          .number()
+          .int()
+          .nullable()
+          .describe('Median of fired_at minus scheduled_for, in milliseconds; null without fires.'),
+        p99_ms: z.number().int().nullable().describe('99th percentile of the same; null without fires.'),
+      }),
+    ),
+  })
+  .describe('Lateness of scheduled fires per minute, oldest minute first.');
+
+export function latenessView(stats: LatenessStats): z.infer<typeof latenessViewSchema> {
+  return {
+    from: isoTime(stats.from),
+    to: isoTime(stats.to),
+    minutes: stats.minutes.map((m) => ({
+      minute: isoTime(m.minute),
+      fires: m.fires,
+      p50_ms: m.p50Ms,
+      p99_ms: m.p99Ms,
+    })),
+  };
+}
+
+export const upcomingViewSchema = z
+  .strictObject({
+    from: time('The start of the current minute'),
+    to: time('The end of the window'),
+    minutes: z.array(
+      z.strictObject({
+        minute: time('The start of the minute'),
+        fires: z.number().int().describe('Fires due in the minute (an overdue one counts in the first).'),
+      }),
+    ),
+    truncated: z
+      .boolean()
+      .describe('True when more alarms or fires were due than are counted (10 000 alarms, 100 000 fires).'),
+  })
+  .describe('Fires due per minute over the coming hours, from the current minute on.');
+
+export function upcomingView(stats: UpcomingStats): z.infer<typeof upcomingViewSchema> {
+  return {
+    from: isoTime(stats.from),
+    to: isoTime(stats.to),
+    minutes: stats.minutes.map((m) => ({ minute: isoTime(m.minute), fires: m.fires })),
+    truncated: stats.truncated,
   };
 }

@@ -64,13 +64,18 @@ describePostgresOnly(
       if (dir) await rm(dir, { recursive: true, force: true });
     });
 
-    it('holds dist, bin and migrations, and no tests', async () => {
+    it('holds dist, bin, migrations and the dashboard page, and no tests', async () => {
       const { stdout } = await run('tar', ['-tzf', tarball], { maxBuffer: 1 << 24 });
       const files = stdout.trim().split('\n');
       expect(files).toContain('package/dist/index.js');
       expect(files).toContain('package/dist/index.d.ts');
       expect(files).toContain('package/bin/chronos.js');
       expect(files.some((f) => f.startsWith('package/migrations/0001_'))).toBe(true);
+      expect(files.filter((f) => f.startsWith('package/ui/')).sort()).toEqual([
+        'package/ui/dashboard.css',
+        'package/ui/dashboard.js',
+        'package/ui/index.html',
+      ]);
       expect(files.filter((f) => /\.test\.|\/test\//.test(f) || f.startsWith('package/src/'))).toEqual([]);
     });
 
@@ -127,6 +132,11 @@ describePostgresOnly(
       });
       const health = await fetch(`${url}/readyz`);
       expect(health.status).toBe(200);
+      // The dashboard is served from the installed package itself (issue 17).
+      const page = await fetch(`${url}/ui`);
+      expect(page.status).toBe(200);
+      expect(await page.text()).toContain('<script type="module" src="/ui/dashboard.js">');
+      expect((await fetch(`${url}/ui/dashboard.js`)).status).toBe(200);
       process.kill(-serve.pid!, 'SIGTERM');
       await closed;
       expect(out).toContain('"msg":"stopped"');

@@ -1,15 +1,16 @@
 /**
  * `/v1/alarms`: create (one or a batch), list, get, reschedule, cancel, and the operator
- * controls — pause, resume, fire now, retry, bulk cancel — each a thin layer over AlarmService.
- * The caller's owner scopes every call; a body is read into an AlarmSpec by the wire form, with
+ * controls — pause, resume, fire now, retry, bulk cancel — and the next fires, each a thin layer
+ * over AlarmService. The caller's owner scopes every call (the list alone may be read for every
+ * owner by the operator, with an `owners` map beside it); a body is read into an AlarmSpec by the wire form, with
  * its `payload` as its own text.
  */
 import type { FastifyInstance } from 'fastify';
 import type { AlarmService } from '../../core/alarm-service.js';
 import { inWireNames, readAlarmBody, readBatchBody, readBulkCancelBody } from '../../wire/alarm-input.js';
 import { readNoFields } from '../../wire/fields.js';
-import { alarmView } from '../../wire/views.js';
-import { callerOf, checkQuery, writeOf } from '../context.js';
+import { alarmView, ownersView } from '../../wire/views.js';
+import { callerOf, checkQuery, EVERY_OWNER, scopeOf, writeOf } from '../context.js';
 import { bodyOf, sendJson } from '../json-body.js';
 
 type IdParams = { Params: { id: string } };
@@ -42,10 +43,21 @@ export function registerAlarmRoutes(app: FastifyInstance, alarms: AlarmService):
     return sendJson(reply, 200, { cancelled });
   });
 
-  app.get('/alarms', async (request, reply) => {
-    const query = checkQuery(request, ['status', 'limit', 'cursor']);
-    const page = await alarms.list(callerOf(request).owner, query);
-    return sendJson(reply, 200, { alarms: page.items.map(alarmView), next_cursor: page.nextCursor });
+  app.get('/alarms', EVERY_OWNER, async (request, reply) => {
+    const query = checkQuery(request, ['status', 'q', 'limit', 'cursor']);
+    const scope = scopeOf(request);
+    const page = await alarms.list(scope, query);
+    return sendJson(reply, 200, {
+      alarms: page.items.map(alarmView),
+      next_cursor: page.nextCursor,
+      ...(scope === null && { owners: ownersView(page.items) }),
+    });
+  });
+
+  app.get<IdParams>('/alarms/:id/next-fires', async (request, reply) => {
+    const query = checkQuery(request, ['count']);
+    const fires = await alarms.nextFires(callerOf(request).owner, request.params.id, query);
+    return sendJson(reply, 200, { next_fires: fires });
   });
 
   app.get<IdParams>('/alarms/:id', async (request, reply) => {

@@ -6,18 +6,30 @@
 import type { FastifyInstance } from 'fastify';
 import type { AlarmService } from '../../core/alarm-service.js';
 import type { WakeService } from '../../core/wake-service.js';
-import { attemptView, wakeView } from '../../wire/views.js';
+import { attemptView, ownersView, wakeView } from '../../wire/views.js';
 import { readAckBody, readReplyBody } from '../../wire/wake-input.js';
-import { callerOf, checkQuery } from '../context.js';
+import { callerOf, checkQuery, EVERY_OWNER, scopeOf } from '../context.js';
 import { bodyOf, sendJson } from '../json-body.js';
 
 type IdParams = { Params: { id: string } };
 
 export function registerWakeRoutes(app: FastifyInstance, wakes: WakeService, alarms: AlarmService): void {
-  app.get('/wakes', async (request, reply) => {
-    const query = checkQuery(request, ['status', 'alarm_id', 'conversation_id', 'limit', 'cursor']);
-    const page = await wakes.list(callerOf(request).owner, query);
-    return sendJson(reply, 200, { wakes: page.items.map(wakeView), next_cursor: page.nextCursor });
+  app.get('/wakes', EVERY_OWNER, async (request, reply) => {
+    const query = checkQuery(request, [
+      'status',
+      'alarm_id',
+      'conversation_id',
+      'require_ack',
+      'limit',
+      'cursor',
+    ]);
+    const scope = scopeOf(request);
+    const page = await wakes.list(scope, query);
+    return sendJson(reply, 200, {
+      wakes: page.items.map(wakeView),
+      next_cursor: page.nextCursor,
+      ...(scope === null && { owners: ownersView(page.items) }),
+    });
   });
 
   app.get<IdParams>('/alarms/:id/wakes', async (request, reply) => {
