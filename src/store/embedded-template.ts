@@ -19,9 +19,9 @@
  * the store is initialised as before (`initdb`, then every migration): slow, and correct.
  */
 import { createHash } from 'node:crypto';
-import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
-import { dirname, join, normalize, sep } from 'node:path';
+import { basename, dirname, join, normalize, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gunzipSync } from 'node:zlib';
 import { PGlite } from '@electric-sql/pglite';
@@ -109,11 +109,15 @@ export async function buildTemplate(file: string, migrationsDir = MIGRATIONS_DIR
 /**
  * Copies the template into `pgdata`, which must not exist: unpacked beside it, then renamed into
  * place. A `postmaster.pid` in the template (it was dumped from a running PGlite) is left out,
- * as a store closed cleanly has none.
+ * as a store closed cleanly has none. Called under the store's lock, so a half-made copy found
+ * beside `pgdata` is a crashed process's and is removed.
  */
 export async function copyTemplate(template: string, pgdata: string): Promise<void> {
+  const prefix = `${basename(pgdata)}.partial-`;
+  for (const left of (await readdir(dirname(pgdata))).filter((f) => f.startsWith(prefix))) {
+    await rm(join(dirname(pgdata), left), { recursive: true, force: true });
+  }
   const partial = `${pgdata}.partial-${process.pid}`;
-  await rm(partial, { recursive: true, force: true });
   try {
     await untar(gunzipSync(await readFile(template)), partial);
     await rename(partial, pgdata);
