@@ -10,6 +10,9 @@
  *                                          machine's CPU pressure is under 30 %
  *   npm run bench -- compare --size=small  Chronos against pg-boss and graphile-worker (bench/compare.ts,
  *                                          its options passed through); not part of the default set
+ *   npm run bench -- embedded-start        `chronos serve` on a new and a reopened embedded store: time
+ *                                          to ready, peak and steady RSS (bench/embedded-start.ts); on
+ *                                          request only
  *
  * PostgreSQL is `BENCH_DATABASE_URL` (default postgres://root@127.0.0.1:5432/postgres); each
  * benchmark creates and drops its own `chronos_bench_*` database there.
@@ -20,7 +23,7 @@ import { log } from './support.js';
 
 const BENCHMARKS = ['claim-depth', 'drain', 'lateness', 'memory'] as const;
 /** Run only when named. */
-const ON_REQUEST = ['compare'] as const;
+const ON_REQUEST = ['compare', 'embedded-start'] as const;
 
 const args = process.argv.slice(2);
 const names = args.filter((a) => !a.startsWith('--'));

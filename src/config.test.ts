@@ -9,6 +9,7 @@ describe('loadConfig', () => {
     expect(config).toMatchObject({
       databaseUrl: undefined,
       dataDir: './.chronos',
+      embeddedSharedBuffersMB: 16,
       port: 8080,
       leaseMs: 30_000,
       nudgeAfterMs: 300_000,
@@ -29,10 +30,16 @@ describe('loadConfig', () => {
       CHRONOS_LEASE: '1m30s',
       CHRONOS_RETRY_BASE: '250ms',
       PORT: '9090',
+      CHRONOS_EMBEDDED_SHARED_BUFFERS_MB: '64',
       CHRONOS_ROUTER_URL: 'http://127.0.0.1:9000/wakes',
       CHRONOS_WEBHOOK_SECRET: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw whsec_c2Vjb25k',
     });
-    expect(config).toMatchObject({ leaseMs: 90_000, retryBaseMs: 250, port: 9090 });
+    expect(config).toMatchObject({
+      leaseMs: 90_000,
+      retryBaseMs: 250,
+      port: 9090,
+      embeddedSharedBuffersMB: 64,
+    });
     expect(config.webhookSecrets).toHaveLength(2);
   });
 

@@ -8,6 +8,7 @@ import { ChronosError, describeValue, type FieldError } from './errors.js';
 import { parseDuration } from './schedule/duration.js';
 import { parseConnectionString } from './store/connection-string.js';
 import { DEFAULT_SCHEMA, POOLER_MODES, schemaName, type PoolerMode } from './store/db.js';
+import { EMBEDDED_SHARED_BUFFERS_MB } from './store/embedded.js';
 
 export interface Config {
   /** PostgreSQL; when absent, the embedded store in `dataDir`. May list several hosts (libpq's form). */
@@ -19,6 +20,8 @@ export interface Config {
   /** The PostgreSQL schema Chronos's tables live in (`CHRONOS_SCHEMA`, default `chronos`). */
   schema: string;
   dataDir: string;
+  /** `CHRONOS_EMBEDDED_SHARED_BUFFERS_MB`: the embedded store's PostgreSQL page cache. */
+  embeddedSharedBuffersMB: number;
   port: number;
   host: string;
   routerUrl: string | undefined;
@@ -165,6 +168,12 @@ export function loadConfig(env: Env = process.env): Config {
     listenUrl: postgresUrl('CHRONOS_LISTEN_URL'),
     schema: schema(),
     dataDir: text('CHRONOS_DATA_DIR') ?? './.chronos',
+    embeddedSharedBuffersMB: integer(
+      'CHRONOS_EMBEDDED_SHARED_BUFFERS_MB',
+      EMBEDDED_SHARED_BUFFERS_MB,
+      1,
+      4_096,
+    ),
     port: integer('PORT', 8080, 0, 65_535),
     host: text('HOST') ?? '0.0.0.0',
     routerUrl: url('CHRONOS_ROUTER_URL'),

@@ -373,7 +373,11 @@ async function openStore(
       onHostEvent: (event, url) => hostLog[url](event),
     });
   }
-  return openEmbedded(config.dataDir, { lock: options.lock, schema });
+  return openEmbedded(config.dataDir, {
+    lock: options.lock,
+    schema,
+    sharedBuffersMB: config.embeddedSharedBuffersMB,
+  });
 }
 
 /** Says once how statements and notifications travel when a pooler is in the way. */

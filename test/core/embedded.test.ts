@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, inject, it } from 'vitest';
 import { spawnSync } from 'node:child_process';
 import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { acquireLock, lockPath, openEmbedded } from '../../src/store/embedded.js';
 import { createChronos } from '../../src/library.js';
 import { isChronosError } from '../../src/errors.js';
+import { liteTemplateFile } from '../support/env.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -73,5 +74,20 @@ describe('the embedded store', () => {
     const second = await createChronos({ dataDir: dir });
     expect((await second.get('survives'))?.status).toBe('active');
     await second.close();
+  });
+
+  it('runs PostgreSQL with the small page cache it is given (shared_buffers), not its 128 MB default', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'chronos-embedded-'));
+    const template = liteTemplateFile(inject('runId'));
+    const small = await openEmbedded(dir, { template });
+    expect((await small.lite.query<{ shared_buffers: string }>('SHOW shared_buffers')).rows[0]).toEqual({
+      shared_buffers: '16MB',
+    });
+    await small.close();
+    const larger = await openEmbedded(dir, { sharedBuffersMB: 48 });
+    expect((await larger.lite.query<{ shared_buffers: string }>('SHOW shared_buffers')).rows[0]).toEqual({
+      shared_buffers: '48MB',
+    });
+    await larger.close();
   });
 });

@@ -5,6 +5,7 @@
  * and fires a timer, and `npx chronos` answers `--version` and serves.
  */
 import { execFile, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -76,6 +77,9 @@ describePostgresOnly(
         'package/ui/dashboard.js',
         'package/ui/index.html',
       ]);
+      // The embedded store's migrated template and its stamp (src/store/embedded-template.ts).
+      expect(files).toContain('package/dist/embedded/pgdata-template.tar.gz');
+      expect(files).toContain('package/dist/embedded/pgdata-template.json');
       expect(files.filter((f) => /\.test\.|\/test\//.test(f) || f.startsWith('package/src/'))).toEqual([]);
     });
 
@@ -140,6 +144,33 @@ describePostgresOnly(
       process.kill(-serve.pid!, 'SIGTERM');
       await closed;
       expect(out).toContain('"msg":"stopped"');
+    }, 60_000);
+
+    it('npx chronos serve makes a new embedded store from the shipped template, with nothing left to migrate', async () => {
+      const env: NodeJS.ProcessEnv = {
+        ...process.env,
+        CHRONOS_DATA_DIR: join(app, '.chronos-new'),
+        PORT: '0',
+        HOST: '127.0.0.1',
+        LOG_LEVEL: 'info',
+      };
+      delete env.DATABASE_URL;
+      const serve = spawn('npx', ['--no-install', 'chronos', 'serve'], { cwd: app, env, detached: true });
+      const closed = new Promise<void>((resolve) => serve.on('close', () => resolve()));
+      let out = '';
+      await new Promise<void>((resolve, reject) => {
+        serve.stdout.on('data', (chunk: Buffer) => {
+          out += chunk.toString();
+          if (out.includes('chronos is serving on')) resolve();
+        });
+        serve.on('exit', () => reject(new Error(`serve exited:\n${out}`)));
+      });
+      process.kill(-serve.pid!, 'SIGTERM');
+      await closed;
+      expect(out).toContain('"store":"embedded"');
+      // The template is current: the first start applies no migration (initdb would apply them all).
+      expect(out).not.toContain('migrations applied');
+      expect(existsSync(join(app, '.chronos-new', 'pgdata', 'PG_VERSION'))).toBe(true);
     }, 60_000);
   },
 );
