@@ -30,11 +30,14 @@ SIGTERM or SIGINT stops it gracefully; a second signal exits at once.`,
     readArgs(args, {});
     const config = loadConfig(io.env);
     const logger = createLogger(config.logLevel);
-    const server = await startServer(config, { logger, env: io.env });
-    const signal = await new Promise<NodeJS.Signals>((resolve) => {
+    // Listening for the signal before starting: once /readyz answers, a SIGTERM must already
+    // mean "stop gracefully" (one that lands while starting stops the server as soon as it runs).
+    const stopping = new Promise<NodeJS.Signals>((resolve) => {
       process.once('SIGTERM', resolve);
       process.once('SIGINT', resolve);
     });
+    const server = await startServer(config, { logger, env: io.env });
+    const signal = await stopping;
     logger.info({ signal }, `received ${signal}`);
     const again = (second: NodeJS.Signals) => {
       logger.warn({ signal: second }, 'second signal: exiting now');
