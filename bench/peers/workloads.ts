@@ -610,7 +610,9 @@ export function buildRssWorker(): void {
     files,
   };
   writeFileSync(`${RSS_BUILD_DIR}tsconfig.json`, JSON.stringify(tsconfig, null, 2));
+  // What the compiled Chronos reads beside itself: its migrations and its package.json (version).
   symlinkSync(`${root}migrations`, `${RSS_BUILD_DIR}migrations`);
+  symlinkSync(`${root}package.json`, `${RSS_BUILD_DIR}package.json`);
   execFileSync(
     process.execPath,
     [`${root}node_modules/typescript/bin/tsc`, '-p', `${RSS_BUILD_DIR}tsconfig.json`],
