@@ -45,7 +45,6 @@ import { serverSettingsWarning } from './store/server-settings.js';
 import { Tracker } from './tracker/tracker.js';
 import { ROUTER_QUEUE } from './types.js';
 
-
 /**
  * Alarms per statement when a large batch is written on a caller's transaction (PostgreSQL):
  * measured against 500, 2,500, 5,000 and one statement for 5,000 and 50,000 timers, interleaved

@@ -147,7 +147,14 @@ export class AlarmService {
     const alarms = rows as NewAlarm[];
 
     const quotas = write.quotas === false ? null : this.#quotasFor(items.map((i) => i.owner));
-    if (!quotas) return this.#insert(ex, alarms, write.source, undefined, write.tx ? this.options.insertChunk : undefined);
+    if (!quotas)
+      return this.#insert(
+        ex,
+        alarms,
+        write.source,
+        undefined,
+        write.tx ? this.options.insertChunk : undefined,
+      );
     // Alarms that already exist are answered without counting against the quotas.
     const results = new Array<Created>(alarms.length);
     const keyed = alarms.filter((a) => a.idempotencyKey !== '');

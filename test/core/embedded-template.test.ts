@@ -2,19 +2,16 @@
  * The embedded store's template (src/store/embedded-template.ts): a new store is copied from a
  * migrated data directory instead of initialised, and is then a store like any other.
  */
-import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { copyFile, mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createChronos } from '../../src/library.js';
 import { openEmbedded } from '../../src/store/embedded.js';
 import { buildTemplate, usableTemplate } from '../../src/store/embedded-template.js';
 import { migrate, MIGRATIONS_DIR, pendingMigrations } from '../../src/store/migrate.js';
-
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+import { openFromAnotherProcess } from '../support/library.js';
 
 describe('the embedded store made from a template', () => {
   let work: string;
@@ -63,13 +60,7 @@ describe('the embedded store made from a template', () => {
     const first = await createChronos({ dataDir: dir });
     expect(await first.migrate()).toEqual([last]);
     await first.schedule(null, { key: 'from-template', inSeconds: 3_600, payload: { n: 1 } });
-    const script = `import { createChronos } from './src/index.ts';
-      try { await createChronos({ dataDir: ${JSON.stringify(dir)} }); process.exit(0); }
-      catch (e) { console.error(e.message); process.exit(3); }`;
-    const child = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
-      cwd: ROOT,
-      encoding: 'utf8',
-    });
+    const child = openFromAnotherProcess(dir);
     expect(child.status).toBe(3);
     expect(child.stderr).toContain('chronos.lock');
     await first.close();

@@ -3,13 +3,11 @@ import { spawnSync } from 'node:child_process';
 import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { acquireLock, lockPath, openEmbedded } from '../../src/store/embedded.js';
 import { createChronos } from '../../src/library.js';
 import { isChronosError } from '../../src/errors.js';
 import { liteTemplateFile } from '../support/env.js';
-
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+import { openFromAnotherProcess } from '../support/library.js';
 
 describe('the embedded store', () => {
   it('refuses a second holder of the same data directory, naming the lock and the holder', async () => {
@@ -46,13 +44,7 @@ describe('the embedded store', () => {
     const dir = await mkdtemp(join(tmpdir(), 'chronos-embedded-'));
     const db = await openEmbedded(dir);
     try {
-      const script = `import { createChronos } from './src/index.ts';
-        try { await createChronos({ dataDir: ${JSON.stringify(dir)} }); process.exit(0); }
-        catch (e) { console.error(e.message); process.exit(3); }`;
-      const child = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
-        cwd: ROOT,
-        encoding: 'utf8',
-      });
+      const child = openFromAnotherProcess(dir);
       expect(child.status).toBe(3);
       expect(child.stderr).toContain('chronos.lock');
       expect(child.stderr).toContain(`process ${process.pid}`);

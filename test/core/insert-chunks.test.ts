@@ -18,7 +18,10 @@ const refuseLabel = sql(
   'test_refuse_label',
   `ALTER TABLE chronos.alarms ADD CONSTRAINT test_refuse_label CHECK (label <> 'refuse me')`,
 );
-const allowLabel = sql('test_allow_label', 'ALTER TABLE chronos.alarms DROP CONSTRAINT IF EXISTS test_refuse_label');
+const allowLabel = sql(
+  'test_allow_label',
+  'ALTER TABLE chronos.alarms DROP CONSTRAINT IF EXISTS test_refuse_label',
+);
 
 describeEachBackend('a batch larger than one statement', ({ t }) => {
   afterEach(async () => {

@@ -121,13 +121,18 @@ describePostgresOnly(
         ] as const) {
           // The operator reads every owner's list without naming one (the dashboard's view):
           // asserted below; every other route still needs X-Chronos-Owner.
-          if (what === 'the operator token naming nobody' && method === 'GET' && path === '/v1/alarms') continue;
+          if (what === 'the operator token naming nobody' && method === 'GET' && path === '/v1/alarms')
+            continue;
           const answer = await request(`${what}: ${method} ${path}`, path, headers, { method });
           expect(answer.status, `${what}: ${method} ${path} → ${answer.text}`).toBe(status);
           expect(answer.text).toMatch(/"type":"urn:chronos:problem:/);
         }
       }
-      const everyOwner = await request('the operator lists every owner', '/v1/alarms', bearer(OPERATOR_TOKEN));
+      const everyOwner = await request(
+        'the operator lists every owner',
+        '/v1/alarms',
+        bearer(OPERATOR_TOKEN),
+      );
       expect(everyOwner.status).toBe(200);
       expect(JSON.parse(everyOwner.text).owners[alarmOfA]).toMatch(/^did:/);
       // B's valid key sees nothing of A's.

@@ -2,6 +2,8 @@
  * The library on a test database, and the caller's transaction in the form each backend gives
  * it (a node-postgres client inside BEGIN, or a PGlite transaction), so one test runs on both.
  */
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { createChronos, type Chronos, type ChronosOptions } from '../../src/library.js';
 import { LiteDb, PgDb, sql } from '../../src/store/db.js';
 import type { TestDatabase } from './databases.js';
@@ -55,4 +57,18 @@ export async function appOrders(t: TestDatabase): Promise<{ count(): Promise<num
 export async function insertOrder(tx: unknown, id: number): Promise<void> {
   const text = 'INSERT INTO app_orders (id, state) VALUES ($1, $2)';
   await (tx as { query(text: string, values: unknown[]): Promise<unknown> }).query(text, [id, 'placed']);
+}
+
+/**
+ * Opens the embedded store in `dir` from a second process through the library, as another
+ * application would: exit status 0 when it opened, 3 when it was refused (its message on stderr).
+ */
+export function openFromAnotherProcess(dir: string): { status: number | null; stderr: string } {
+  const script = `import { createChronos } from './src/index.ts';
+    try { await createChronos({ dataDir: ${JSON.stringify(dir)} }); process.exit(0); }
+    catch (e) { console.error(e.message); process.exit(3); }`;
+  return spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+    cwd: fileURLToPath(new URL('../../', import.meta.url)),
+    encoding: 'utf8',
+  });
 }
