@@ -33,6 +33,30 @@ export class UsageError extends Error {
   }
 }
 
+export type Subcommand = (args: string[], io: CliIo) => Promise<number>;
+
+/**
+ * Runs the subcommand `args[0]` names (`keys create …`) with the rest of the arguments; a usage
+ * error naming the choices when it names none or an unknown one.
+ */
+export function runSubcommand(
+  subcommands: Record<string, Subcommand>,
+  args: string[],
+  io: CliIo,
+): Promise<number> {
+  const [sub, ...rest] = args;
+  const fn = sub === undefined || !Object.hasOwn(subcommands, sub) ? undefined : subcommands[sub];
+  if (!fn) {
+    const names = Object.keys(subcommands).join(', ');
+    throw new UsageError(
+      sub === undefined
+        ? `expected a subcommand: ${names}`
+        : `unknown subcommand "${sub}"; expected one of ${names}`,
+    );
+  }
+  return fn(rest, io);
+}
+
 /**
  * The stderr lines for an error: its message, without a stack for errors we expect; one line per
  * refused field or variable (a bad configuration names each variable on its own line).

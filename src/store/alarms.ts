@@ -17,7 +17,7 @@ import {
   type Trigger,
 } from '../types.js';
 import { ChronosError } from '../errors.js';
-import { channel, sqlState, sql, type Executor, type Statement } from './db.js';
+import { channel, pruneBatch, sqlState, sql, type Executor, type PruneBatch, type Statement } from './db.js';
 import { newRowId } from './row-id.js';
 
 /** The channel that announces alarms due soon; its payload names their queue. */
@@ -814,15 +814,8 @@ const pruneQueues = pruneStatement('alarms_prune_finished_of_queues', 'AND queue
  * Deletes one batch of finished alarms past retention (and their wakes); returns how many. With
  * `queues`, only those queues' alarms (a library worker prunes its own).
  */
-export async function alarmsPruneFinished(
-  ex: Executor,
-  options: { retentionMs: number; limit: number; queues?: readonly string[] },
-): Promise<number> {
-  const { retentionMs, limit, queues } = options;
-  const rows = await (queues
-    ? ex.query(pruneQueues, [retentionMs, limit, queues])
-    : ex.query(prune, [retentionMs, limit]));
-  return rows.length;
+export function alarmsPruneFinished(ex: Executor, options: PruneBatch): Promise<number> {
+  return pruneBatch(ex, { every: prune, ofQueues: pruneQueues }, options);
 }
 
 // ---- The schedules file (contract §13) ---------------------------------------------------------

@@ -44,6 +44,29 @@ export function sql(name: string, text: string): Statement {
   return { name, text };
 }
 
+/** What one batch of a retention prune is told: rows older than `retentionMs`, at most `limit`. */
+export interface PruneBatch {
+  retentionMs: number;
+  limit: number;
+  /** Only these queues' rows (a library worker prunes its own); all of them when absent. */
+  queues?: readonly string[];
+}
+
+/**
+ * Runs one prune batch with the statement for every queue ($1 retention, $2 limit) or the one
+ * for some queues ($3 the queues); returns how many rows it deleted.
+ */
+export async function pruneBatch(
+  ex: Executor,
+  statements: { every: Statement; ofQueues: Statement },
+  { retentionMs, limit, queues }: PruneBatch,
+): Promise<number> {
+  const rows = await (queues
+    ? ex.query(statements.ofQueues, [retentionMs, limit, queues])
+    : ex.query(statements.every, [retentionMs, limit]));
+  return rows.length;
+}
+
 /** The schema Chronos's tables live in unless configured otherwise (`CHRONOS_SCHEMA`). */
 export const DEFAULT_SCHEMA = 'chronos';
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;

@@ -14,7 +14,7 @@
  * (`alarms.wake_id` moved on: the occurrence will never be delivered).
  */
 import { alarmColumns, toAlarm, type AlarmRow } from './alarms.js';
-import { sql, type Executor } from './db.js';
+import { pruneBatch, sql, type Executor, type PruneBatch } from './db.js';
 import type { Alarm, Trigger } from '../types.js';
 
 const MS = `interval '1 millisecond'`;
@@ -362,15 +362,8 @@ const pruneQueues = pruneStatement(
 );
 
 /** Prunes one batch (with `queues`, only their alarms' wakes); returns how many wakes it deleted. */
-export async function wakesPrune(
-  ex: Executor,
-  options: { retentionMs: number; limit: number; queues?: readonly string[] },
-): Promise<number> {
-  const { retentionMs, limit, queues } = options;
-  const rows = await (queues
-    ? ex.query(pruneQueues, [retentionMs, limit, queues])
-    : ex.query(prune, [retentionMs, limit]));
-  return rows.length;
+export function wakesPrune(ex: Executor, options: PruneBatch): Promise<number> {
+  return pruneBatch(ex, { every: prune, ofQueues: pruneQueues }, options);
 }
 
 /**

@@ -6,29 +6,18 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { RawJson } from '../../src/json.js';
 import { silentLogger } from '../../src/logger.js';
-import { startServer, type RunningServer } from '../../src/server.js';
+import { startServer } from '../../src/server.js';
 import { describePostgresOnly } from '../support/backends.js';
 import { createTestDatabase, type TestDatabase } from '../support/databases.js';
 import { OTHER, OWNER } from '../support/harness.js';
-import { runChronos, tempDataDir } from './support.js';
+import { runChronos, serverOnNewStore } from './support.js';
 
 describe('chronos alarms, through the server that holds the embedded store', () => {
-  let data: Awaited<ReturnType<typeof tempDataDir>>;
-  let server: RunningServer;
-  beforeAll(async () => {
-    data = await tempDataDir();
-    server = await startServer(loadConfig({ CHRONOS_DATA_DIR: data.dir, PORT: '0', HOST: '127.0.0.1' }), {
-      logger: silentLogger,
-    });
-  });
-  afterAll(async () => {
-    await server?.shutdown();
-    await data?.remove();
-  });
+  const held = serverOnNewStore();
 
   it('lists, shows, pauses, resumes and cancels an owner’s alarms, keeping payload digits', async () => {
-    const env = { CHRONOS_DATA_DIR: data.dir };
-    const { alarms } = server.service;
+    const env = { CHRONOS_DATA_DIR: held.dir };
+    const { alarms } = held.server.service;
     const { alarm } = await alarms.create(
       OWNER,
       {

@@ -9,11 +9,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { RawJson } from '../../src/json.js';
 import { silentLogger } from '../../src/logger.js';
-import { startServer, type RunningServer } from '../../src/server.js';
+import { startServer } from '../../src/server.js';
 import { describePostgresOnly } from '../support/backends.js';
 import { createTestDatabase, type TestDatabase } from '../support/databases.js';
 import { OTHER, OWNER } from '../support/harness.js';
-import { runChronos, tempDataDir } from './support.js';
+import { runChronos, serverOnNewStore, tempDataDir } from './support.js';
 
 const entries = (extra: Record<string, unknown> = {}) => ({
   alarms: [
@@ -31,22 +31,11 @@ const entries = (extra: Record<string, unknown> = {}) => ({
 });
 
 describe('chronos schedules, through the server that holds the embedded store', () => {
-  let data: Awaited<ReturnType<typeof tempDataDir>>;
-  let server: RunningServer;
-  beforeAll(async () => {
-    data = await tempDataDir();
-    server = await startServer(loadConfig({ CHRONOS_DATA_DIR: data.dir, PORT: '0', HOST: '127.0.0.1' }), {
-      logger: silentLogger,
-    });
-  });
-  afterAll(async () => {
-    await server?.shutdown();
-    await data?.remove();
-  });
+  const held = serverOnNewStore();
 
   it('applies a file, says what it did per entry, exports it back, and export then apply changes nothing', async () => {
-    const env = { CHRONOS_DATA_DIR: data.dir };
-    const path = join(data.dir, 'schedules.json');
+    const env = { CHRONOS_DATA_DIR: held.dir };
+    const path = join(held.dir, 'schedules.json');
     await writeFile(
       path,
       JSON.stringify(entries()).replace('"label"', '"payload":{"n":12345678901234567890},"label"'),
@@ -57,12 +46,12 @@ describe('chronos schedules, through the server that holds the embedded store', 
     expect(dry.stdout).toMatch(
       /Dry run of .*: 2 created, 0 updated, 0 unchanged, 0 left alone; nothing was written\.\n$/,
     );
-    expect(await server.service.alarms.getByKey(OWNER, 'standup')).toBeNull();
+    expect(await held.server.service.alarms.getByKey(OWNER, 'standup')).toBeNull();
 
     const applied = await runChronos(['schedules', 'apply', path], env);
     expect(applied.code, applied.stderr).toBe(0);
-    const standup = (await server.service.alarms.getByKey(OWNER, 'standup'))!;
-    const launch = (await server.service.alarms.getByKey(OTHER, 'launch'))!;
+    const standup = (await held.server.service.alarms.getByKey(OWNER, 'standup'))!;
+    const launch = (await held.server.service.alarms.getByKey(OTHER, 'launch'))!;
     expect(applied.stdout.split('\n')).toEqual([
       `alarms.0 (owner ${OWNER.did}, key "standup"): created alarm ${standup.id}`,
       `alarms.1 (owner ${OTHER.did}, key "launch"): created alarm ${launch.id}`,
@@ -77,11 +66,11 @@ describe('chronos schedules, through the server that holds the embedded store', 
     expect(JSON.parse(exported.stdout).alarms.map((a: { key: string }) => a.key)).toEqual(['standup']);
 
     // Every owner's, then applied: nothing changes.
-    await server.service.alarms.create(OTHER, { cron: '@hourly' }, { source: 'api' });
+    await held.server.service.alarms.create(OTHER, { cron: '@hourly' }, { source: 'api' });
     const all = await runChronos(['schedules', 'export'], env);
     expect(all.code).toBe(0);
     expect(all.stderr).toMatch(/left out alarm \S+ of did:matrix:2222.*: it has no idempotency key/);
-    const exportedPath = join(data.dir, 'exported.json');
+    const exportedPath = join(held.dir, 'exported.json');
     await writeFile(exportedPath, all.stdout);
     const again = await runChronos(['schedules', 'apply', exportedPath], env);
     expect(again.code, again.stderr).toBe(0);
@@ -91,12 +80,12 @@ describe('chronos schedules, through the server that holds the embedded store', 
     await writeFile(path, JSON.stringify(entries({ cron: '30 9 * * 1-5' })));
     const edited = await runChronos(['schedules', 'apply', path], env);
     expect(edited.stdout).toContain(`key "standup"): updated alarm ${standup.id} (cron, payload)`);
-    expect((await server.service.alarms.get(OWNER, standup.id)).cronExpr).toBe('30 9 * * 1-5');
+    expect((await held.server.service.alarms.get(OWNER, standup.id)).cronExpr).toBe('30 9 * * 1-5');
   }, 120_000);
 
   it('an invalid file exits 1 with every error on a line of its own, and nothing written', async () => {
-    const env = { CHRONOS_DATA_DIR: data.dir };
-    const path = join(data.dir, 'bad.json');
+    const env = { CHRONOS_DATA_DIR: held.dir };
+    const path = join(held.dir, 'bad.json');
     await writeFile(
       path,
       JSON.stringify({
@@ -115,11 +104,11 @@ describe('chronos schedules, through the server that holds the embedded store', 
       'chronos schedules: alarms.2.timezone: expected an IANA time zone like "Europe/Paris" or "UTC", got "CEST"; did you mean "Europe/Paris" or "Europe/Berlin"?',
       `chronos schedules: ${path} refused: nothing applied`,
     ]);
-    expect(await server.service.alarms.getByKey(OWNER, 'fine')).toBeNull();
+    expect(await held.server.service.alarms.getByKey(OWNER, 'fine')).toBeNull();
 
-    const missing = await runChronos(['schedules', 'apply', join(data.dir, 'nope.json')], env);
+    const missing = await runChronos(['schedules', 'apply', join(held.dir, 'nope.json')], env);
     expect(missing.code).toBe(1);
-    expect(missing.stderr.trim()).toBe(`chronos schedules: ${join(data.dir, 'nope.json')}: no such file`);
+    expect(missing.stderr.trim()).toBe(`chronos schedules: ${join(held.dir, 'nope.json')}: no such file`);
     const usage = await runChronos(['schedules', 'apply'], env);
     expect(usage.code).toBe(2);
     expect(usage.stderr).toMatch(

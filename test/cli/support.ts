@@ -9,6 +9,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll } from 'vitest';
+import { loadConfig } from '../../src/config.js';
+import { silentLogger } from '../../src/logger.js';
+import { startServer, type RunningServer } from '../../src/server.js';
 import { TMP_DIR } from '../support/env.js';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -49,6 +53,36 @@ export function runChronos(args: string[], env: Record<string, string>, input = 
 export async function tempDataDir(): Promise<{ dir: string; remove(): Promise<void> }> {
   const dir = await mkdtemp(join(TMP_DIR, 'cli-'));
   return { dir, remove: () => rm(dir, { recursive: true, force: true }) };
+}
+
+/**
+ * For the suite it is called in: `chronos serve`'s server in this process, holding an embedded
+ * store in a new directory (the CLI reaches it through the store's control socket). `dir` and
+ * `server` are there once the suite's beforeAll has run.
+ */
+export function serverOnNewStore(): { readonly dir: string; readonly server: RunningServer } {
+  let data: Awaited<ReturnType<typeof tempDataDir>> | null = null;
+  let server: RunningServer | null = null;
+  beforeAll(async () => {
+    data = await tempDataDir();
+    server = await startServer(loadConfig({ CHRONOS_DATA_DIR: data.dir, PORT: '0', HOST: '127.0.0.1' }), {
+      logger: silentLogger,
+    });
+  });
+  afterAll(async () => {
+    await server?.shutdown();
+    await data?.remove();
+  });
+  return {
+    get dir() {
+      if (!data) throw new Error('the store is made in a beforeAll hook');
+      return data.dir;
+    },
+    get server() {
+      if (!server) throw new Error('the server is started in a beforeAll hook');
+      return server;
+    },
+  };
 }
 
 /** A port nobody listens on right now. */

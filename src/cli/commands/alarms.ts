@@ -8,7 +8,7 @@ import { parseOwner } from '../../core/owner.js';
 import { withStore } from '../../control/store-access.js';
 import type { AlarmAction } from '../../control/store-ops.js';
 import { readArgs } from '../args.js';
-import { EXIT_OK, UsageError, type CliIo, type Command } from '../io.js';
+import { EXIT_OK, UsageError, type CliIo, type Command, runSubcommand, type Subcommand } from '../io.js';
 
 const USAGE = `usage: chronos alarms list --owner <did> [--status <status>] [--limit <n>] [--cursor <c>] [--json]
        chronos alarms get <alarm id> --owner <did> [--json]
@@ -130,7 +130,7 @@ function table(io: CliIo, rows: string[][]): void {
     );
 }
 
-const SUBCOMMANDS: Record<string, (args: string[], io: CliIo) => Promise<number>> = {
+const SUBCOMMANDS: Record<string, Subcommand> = {
   list,
   get,
   pause: act('pause', 'paused'),
@@ -143,17 +143,5 @@ export const alarmsCommand: Command = {
   summary: "list, show, pause, resume and cancel one owner's alarms (an operator's view)",
   usage: USAGE,
   help: HELP,
-  async run(args, io) {
-    const [sub, ...rest] = args;
-    const fn = sub === undefined ? undefined : SUBCOMMANDS[sub];
-    if (!fn) {
-      const names = Object.keys(SUBCOMMANDS).join(', ');
-      throw new UsageError(
-        sub === undefined
-          ? `expected a subcommand: ${names}`
-          : `unknown subcommand "${sub}"; expected one of ${names}`,
-      );
-    }
-    return fn(rest, io);
-  },
+  run: (args, io) => runSubcommand(SUBCOMMANDS, args, io),
 };

@@ -11,7 +11,7 @@ import { parseOwner } from '../../core/owner.js';
 import type { KeyView } from '../../control/store-ops.js';
 import { withStore } from '../../control/store-access.js';
 import { readArgs } from '../args.js';
-import { EXIT_OK, UsageError, type CliIo, type Command } from '../io.js';
+import { EXIT_OK, UsageError, type CliIo, type Command, runSubcommand, type Subcommand } from '../io.js';
 
 const USAGE = `usage: chronos keys create --owner <did> [--label <text>]
        chronos keys list [--owner <did>] [--json]
@@ -88,7 +88,7 @@ async function revoke(args: string[], io: CliIo): Promise<number> {
   return EXIT_OK;
 }
 
-const SUBCOMMANDS: Record<string, (args: string[], io: CliIo) => Promise<number>> = { create, list, revoke };
+const SUBCOMMANDS: Record<string, Subcommand> = { create, list, revoke };
 
 export const keysCommand: Command = {
   name: 'keys',
@@ -98,14 +98,5 @@ export const keysCommand: Command = {
   list     every key, or one owner's; revoked ones say when
   revoke   refuse a key from now on, on every instance
 Works with DATABASE_URL, on the embedded store, and while a server runs on it.`,
-  async run(args, io) {
-    const [sub, ...rest] = args;
-    const fn = sub === undefined ? undefined : SUBCOMMANDS[sub];
-    if (!fn) {
-      throw new UsageError(
-        sub === undefined ? 'expected a subcommand: create, list or revoke' : `unknown subcommand "${sub}"`,
-      );
-    }
-    return fn(rest, io);
-  },
+  run: (args, io) => runSubcommand(SUBCOMMANDS, args, io),
 };

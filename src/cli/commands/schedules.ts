@@ -14,7 +14,7 @@ import { withStore } from '../../control/store-access.js';
 import { describeResult, summarise } from '../../schedules-file/apply.js';
 import { MAX_SCHEDULES_FILE_BYTES } from '../../wire/schedules-file.js';
 import { readArgs } from '../args.js';
-import { EXIT_FAILURE, EXIT_OK, UsageError, type CliIo, type Command } from '../io.js';
+import { EXIT_FAILURE, EXIT_OK, type CliIo, type Command, runSubcommand, type Subcommand } from '../io.js';
 
 const USAGE = `usage: chronos schedules apply <file> [--dry-run]
        chronos schedules export [--owner <did>]`;
@@ -79,7 +79,7 @@ async function exportFile(args: string[], io: CliIo): Promise<number> {
   return EXIT_OK;
 }
 
-const SUBCOMMANDS: Record<string, (args: string[], io: CliIo) => Promise<number>> = {
+const SUBCOMMANDS: Record<string, Subcommand> = {
   apply,
   export: exportFile,
 };
@@ -89,17 +89,5 @@ export const schedulesCommand: Command = {
   summary: 'apply a schedules file once (for CI), or export the live alarms as one',
   usage: USAGE,
   help: HELP,
-  async run(args, io) {
-    const [sub, ...rest] = args;
-    const fn = sub === undefined ? undefined : SUBCOMMANDS[sub];
-    if (!fn) {
-      const names = Object.keys(SUBCOMMANDS).join(', ');
-      throw new UsageError(
-        sub === undefined
-          ? `expected a subcommand: ${names}`
-          : `unknown subcommand "${sub}"; expected one of ${names}`,
-      );
-    }
-    return fn(rest, io);
-  },
+  run: (args, io) => runSubcommand(SUBCOMMANDS, args, io),
 };
