@@ -338,22 +338,28 @@ export async function wakesRecordStage(
 
 /**
  * Deletes up to $2 finished wakes whose retention period ($1 ms) is over, oldest first, with
- * their attempts: acknowledged ones (from the ack), failed ones (from the fire), delivered ones
- * that need no ack (from the delivery) or that were escalated (from the escalation) — of every
- * queue's alarms, or only of those in $3. A pending wake, and a delivered one still waiting for
- * its ack and not escalated, is never deleted.
+ * their attempts (in the same statement: no foreign key cascades since migration 0013):
+ * acknowledged ones (from the ack), failed ones (from the fire), delivered ones that need no ack
+ * (from the delivery) or that were escalated (from the escalation) — of every queue's alarms, or
+ * only of those in $3. A pending wake, and a delivered one still waiting for its ack and not
+ * escalated, is never deleted.
  */
 const pruneStatement = (name: string, scope: string) =>
   sql(
     name,
-    `DELETE FROM chronos.wakes WHERE id = ANY(ARRAY(
-       SELECT id FROM chronos.wakes w
-       WHERE status <> 'pending' AND (${RETENTION_FROM}) < now() - $1::float8 * ${MS}
-         ${scope}
-       ORDER BY (${RETENTION_FROM})
-       LIMIT $2
-       FOR UPDATE SKIP LOCKED))
-     RETURNING id::text AS id`,
+    `WITH gone AS (
+       DELETE FROM chronos.wakes WHERE id = ANY(ARRAY(
+         SELECT id FROM chronos.wakes w
+         WHERE status <> 'pending' AND (${RETENTION_FROM}) < now() - $1::float8 * ${MS}
+           ${scope}
+         ORDER BY (${RETENTION_FROM})
+         LIMIT $2
+         FOR UPDATE SKIP LOCKED))
+       RETURNING id
+     ), attempts AS (
+       DELETE FROM chronos.wake_attempts t USING gone WHERE t.wake_id = gone.id
+     )
+     SELECT id::text AS id FROM gone`,
   );
 const prune = pruneStatement('wakes_prune', '');
 const pruneQueues = pruneStatement(

@@ -156,13 +156,15 @@ export async function wakesAck(
 }
 
 // Acknowledges (inferred) this owner's open wakes in a conversation whose fire or nudge was
-// within the reply window before the database's now(); each once, as above.
+// within the reply window before the database's now(); each once, as above. `<> ''` repeats the
+// predicate of wakes_conversation_idx (migration 0013), so that even a generic plan can use it.
 const ackByReply = sql(
   'wakes_ack_by_reply',
   `UPDATE chronos.wakes w SET status = 'acknowledged', acknowledged_at = now(), ack_inferred = true,
      updated_at = now()
    FROM chronos.alarms a
-   WHERE w.owner_did = $1 AND w.conversation_id = $2 AND w.status IN ('pending', 'delivered')
+   WHERE w.owner_did = $1 AND w.conversation_id = $2 AND w.conversation_id <> ''
+     AND w.status IN ('pending', 'delivered')
      AND (w.fired_at >= now() - $3::float8 * interval '1 millisecond'
           OR w.nudged_at >= now() - $3::float8 * interval '1 millisecond')
      AND a.id = w.alarm_id
