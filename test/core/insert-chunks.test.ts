@@ -52,6 +52,42 @@ describeEachBackend('a batch larger than one statement', ({ t }) => {
     await chronos.close();
   });
 
+  it('one payload for the whole batch: every alarm answers it as stored, a taken key its own alarm', async () => {
+    const chronos = await libraryOn(t);
+    const earlier = await inCallerTransaction(t, (tx) =>
+      chronos.scheduleMany(tx, [
+        { key: 'k:10', inSeconds: 600, payload: { earlier: true } },
+        { key: 'k:2500', inSeconds: 600, payload: { earlier: true } },
+      ]),
+    );
+    // Written by a JavaScript object, stored as JSONB: its keys come back in JSONB's order.
+    const specs = Array.from({ length: SIZE }, (_, i) => ({
+      key: `k:${i}`,
+      inSeconds: 600,
+      payload: { zeta: 1, a: [1.5, 'x'] },
+    }));
+    const made = await inCallerTransaction(t, (tx) => chronos.scheduleMany(tx, specs));
+    const stored = (await chronos.get('k:0'))!.payload.text;
+    expect(stored).toBe('{"a": [1.5, "x"], "zeta": 1}');
+    for (const [i, alarm] of made.entries()) {
+      if (i === 10 || i === 2_500) continue;
+      expect(alarm.payload.text).toBe(stored);
+    }
+    for (const i of [0, 11, 2_499, 2_501, 4_499]) expect((await chronos.get(`k:${i}`))!.id).toBe(made[i]!.id);
+    expect(made[10]!.id).toBe(earlier[0]!.id);
+    expect(made[2_500]!.id).toBe(earlier[1]!.id);
+    expect(made[2_500]!.payload.text).toBe('{"earlier": true}');
+    // Every alarm written in the one-payload batch: nothing per row comes back, ids still right.
+    const fresh = Array.from({ length: SIZE }, (_, i) => ({ key: `f:${i}`, inSeconds: 600 }));
+    const all = await inCallerTransaction(t, (tx) => chronos.scheduleMany(tx, fresh));
+    for (const i of [0, 999, 1_000, 4_499]) {
+      const got = (await chronos.get(`f:${i}`))!;
+      expect(all[i]!.id).toBe(got.id);
+      expect(all[i]!.payload.text).toBe(got.payload.text);
+    }
+    await chronos.close();
+  });
+
   it('all or nothing: a statement refused after others ran leaves none of the batch', async () => {
     const chronos = await libraryOn(t);
     await t.db.query(refuseLabel);
