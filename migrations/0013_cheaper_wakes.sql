@@ -20,3 +20,8 @@ CREATE INDEX wakes_conversation_idx_2 ON wakes (owner_did, conversation_id)
     WHERE status IN ('pending', 'delivered') AND conversation_id <> '';
 DROP INDEX wakes_conversation_idx;
 ALTER INDEX wakes_conversation_idx_2 RENAME TO wakes_conversation_idx;
+
+-- The tracker's first scan (0002) is gone: nudges count from delivery on wakes_nudge_idx (0009),
+-- escalations run on wakes_escalation_idx (0005), and no statement reads this one any more; it
+-- still took two entries for every wake that needs an ack.
+DROP INDEX wakes_open_idx;

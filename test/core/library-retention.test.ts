@@ -16,6 +16,16 @@ const wakeCount = sql(
   'test_wakes_of_alarm',
   'SELECT count(*)::int AS n FROM chronos.wakes WHERE alarm_id = $1::uuid',
 );
+// Rows whose parent is gone: none, ever (no foreign key checks this since migration 0013; the
+// deletes take the children with them).
+const orphans = sql(
+  'test_orphan_rows',
+  `SELECT (SELECT count(*) FROM chronos.wake_attempts t
+           WHERE NOT EXISTS (SELECT 1 FROM chronos.wakes w WHERE w.id = t.wake_id))::int
+        + (SELECT count(*) FROM chronos.wakes w
+           WHERE NOT EXISTS (SELECT 1 FROM chronos.alarms a WHERE a.id = w.alarm_id))::int AS n`,
+);
+const attemptCount = sql('test_attempts_count', 'SELECT count(*)::int AS n FROM chronos.wake_attempts');
 const age = sql(
   'test_age_finished',
   `UPDATE chronos.alarms SET updated_at = updated_at - interval '31 days' WHERE id = $1::uuid`,
@@ -45,6 +55,7 @@ describeEachBackend('library: retention of finished timers', ({ t }) => {
     expect(fired.sort()).toEqual(['old', 'recent']);
     expect((await chronos.get('elsewhere'))?.status).toBe('fired');
     expect((await t.db.query<{ n: number }>(wakeCount, [done.id]))[0]!.n).toBe(1);
+    expect((await t.db.query<{ n: number }>(attemptCount))[0]!.n).toBe(3);
 
     // 31 days later (the default keeps 30): one pass of a new worker of `default` prunes.
     await t.db.query(age, [done.id]);
@@ -53,6 +64,8 @@ describeEachBackend('library: retention of finished timers', ({ t }) => {
     await second.stop(); // a worker's first pruning pass runs as it starts; stop waits for it
     expect(await chronos.get('old')).toBeNull();
     expect((await t.db.query<{ n: number }>(wakeCount, [done.id]))[0]!.n).toBe(0);
+    expect((await t.db.query<{ n: number }>(attemptCount))[0]!.n).toBe(2);
+    expect((await t.db.query<{ n: number }>(orphans))[0]!.n).toBe(0);
     expect((await chronos.get('recent'))?.id).toBe(recent.id);
     expect((await chronos.get('live'))?.id).toBe(live.id);
     // Another queue's finished timer is its own workers' to prune, not this one's.
