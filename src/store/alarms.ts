@@ -17,7 +17,17 @@ import {
   type Trigger,
 } from '../types.js';
 import { ChronosError } from '../errors.js';
-import { channel, pruneBatch, sqlState, sql, type Executor, type PruneBatch, type Statement } from './db.js';
+import {
+  arrayLiteral,
+  channel,
+  pruneBatch,
+  sqlState,
+  sql,
+  textElement,
+  type Executor,
+  type PruneBatch,
+  type Statement,
+} from './db.js';
 import { newRowId } from './row-id.js';
 
 /** The channel that announces alarms due soon; its payload names their queue. */
@@ -251,23 +261,6 @@ function batchColumn<T>(
   }
   return arrayLiteral(same ? [first] : values, element);
 }
-
-/** `{a,b,NULL}`: each element written by `element`, null as NULL. */
-function arrayLiteral<T>(values: readonly T[], element: (v: NonNullable<T>) => string): string {
-  const parts = new Array<string>(values.length);
-  for (let i = 0; i < values.length; i++) {
-    const v = values[i];
-    parts[i] = v === null || v === undefined ? 'NULL' : element(v);
-  }
-  return `{${parts.join(',')}}`;
-}
-
-/** A text element of an array literal: always quoted, with `"` and `\` escaped. */
-function textElement(s: string): string {
-  return NEEDS_ESCAPE.test(s) ? `"${s.replace(ESCAPED, '\\$&')}"` : `"${s}"`;
-}
-const NEEDS_ESCAPE = /["\\]/;
-const ESCAPED = /["\\]/g;
 
 const NO_QUOTAS: InsertQuotas = { ownerDid: '', maxActiveAlarms: 0, createRatePerMinute: 0 };
 
