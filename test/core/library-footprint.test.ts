@@ -63,8 +63,7 @@ describePostgresOnly('opens the library on a databaseUrl', 'library: what a work
       cwd: fileURLToPath(new URL('../../', import.meta.url)),
       encoding: 'utf8',
     });
-    expect(run.stderr).toBe('');
-    expect(run.status).toBe(0);
+    expect(run.status, run.stderr).toBe(0);
     const { key, packages } = JSON.parse(run.stdout) as { key: string; packages: string[] };
     expect(key).toBe('footprint');
     // The hook saw the store's driver and the validation: it records what is loaded.
