@@ -161,7 +161,7 @@ const LIVE = `status IN ('active', 'paused')`;
 //   (time-ordered, see row-id.ts), so each result is matched to its input without a lookup.
 //   A column whose value is the same for every alarm (the owner, the queue, the kind… in most
 //   batches) travels as that one value: `col($n)` picks it for every row (see batchColumn).
-//   Array literals are written here, not by the driver: for 50,000 alarms that halved the
+//   Array literals are our own (db.ts), not the driver's: for 50,000 alarms that halved the
 //   client's work and PostgreSQL's (bench/schedule-many.ts).
 // - The quota counts ($19 owner, NULL without quotas) run once: the creates of the owner's last
 //   minute (stopping at the limit) and its live alarms (active or paused) over
