@@ -30,7 +30,8 @@ import { RawJson } from '../src/json.js';
 import { Metrics } from '../src/metrics.js';
 import type { Fire, Receiver } from '../src/receivers/receiver.js';
 import { webhookHeaders } from '../src/receivers/signing.js';
-import { WebhookReceiver, wakeBody } from '../src/receivers/webhook.js';
+import { wakeBody } from '../src/receivers/wake-body.js';
+import { WebhookReceiver } from '../src/receivers/webhook.js';
 import { sql, type Db } from '../src/store/db.js';
 import type { Alarm } from '../src/types.js';
 import {

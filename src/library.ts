@@ -254,6 +254,8 @@ export async function createChronos(options: ChronosOptions): Promise<Chronos> {
     // The library's own workers name their receivers; the router's is `chronos serve`'s.
     receiver: new LogReceiver(silentLogger),
     migrate: false,
+    // No `/metrics` here: prom-client stays unloaded.
+    metrics: false,
   });
   const workers = new Set<Worker>();
   const on = (tx: unknown): Transaction | undefined =>

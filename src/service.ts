@@ -22,10 +22,9 @@ import { SchedulesFileWatcher } from './schedules-file/watcher.js';
 import { scheduleChangedBody } from './wire/schedules-file.js';
 import { Dispatcher, type DispatcherOptions } from './dispatch/dispatcher.js';
 import { createLogger, type Logger } from './logger.js';
-import { Metrics } from './metrics.js';
+import type { Metrics } from './metrics.js';
 import { LogReceiver } from './receivers/log.js';
 import type { Receiver } from './receivers/receiver.js';
-import { WebhookReceiver } from './receivers/webhook.js';
 import { alarmsCountByStatus } from './store/alarms.js';
 import { DbClock } from './store/db-clock.js';
 import { deliveryRetryQueueDepth } from './store/delivery-stats.js';
@@ -38,7 +37,7 @@ import {
   type Db,
   type Executor,
 } from './store/db.js';
-import { openEmbedded, type LockInfo } from './store/embedded.js';
+import type { LockInfo } from './store/embedded.js';
 import { migrate, pendingMigrations } from './store/migrate.js';
 import { hostEventLog } from './store/multi-host.js';
 import { serverSettingsWarning } from './store/server-settings.js';
@@ -72,11 +71,15 @@ export interface ServiceOptions {
   lock?: Partial<LockInfo>;
   /** Apply migrations while opening (the default); the library migrates when asked. */
   migrate?: boolean;
+  /**
+   * Prometheus metrics for `/metrics` (the default). The library goes without: it has no
+   * `/metrics`, and prom-client is then not loaded.
+   */
+  metrics?: boolean;
 }
 
 export class ChronosService {
   readonly alarms: AlarmService;
-  readonly metrics = new Metrics();
   readonly dbClock: DbClock;
   /** API keys: create, revoke, authenticate (HTTP and the CLI). */
   readonly keys: KeyService;
@@ -100,6 +103,7 @@ export class ChronosService {
    */
   readonly db: Db;
   readonly #db: Db;
+  readonly #metrics: Metrics | undefined;
   #unwatchKeys: (() => Promise<void>) | null = null;
   #started = false;
 
@@ -108,11 +112,13 @@ export class ChronosService {
     db: Db,
     readonly logger: Logger,
     readonly clock: Clock,
-    receiver: Receiver | undefined,
+    receiver: Receiver,
+    metrics: Metrics | undefined,
   ) {
     this.#db = db;
     this.db = db;
-    this.receiver = receiver ?? createReceiver(config, logger, clock, this.metrics);
+    this.#metrics = metrics;
+    this.receiver = receiver;
     this.dbClock = new DbClock(db, clock);
     this.alarms = new AlarmService({
       db,
@@ -137,7 +143,7 @@ export class ChronosService {
       db,
       clock,
       logger: logger.child({ loop: 'tracker' }),
-      metrics: this.metrics,
+      metrics,
       nudgeAfterMs: config.nudgeAfterMs,
       escalateAfterMs: config.escalateAfterMs,
       retentionMs: config.retentionMs,
@@ -163,22 +169,33 @@ export class ChronosService {
     });
     this.dispatcher = this.worker(ROUTER_QUEUE, this.receiver, {
       logger: logger.child({ loop: 'dispatcher' }),
-      metrics: this.metrics,
+      metrics,
       batchSize: config.batchSize,
       concurrency: config.concurrency,
     });
-    this.metrics.onScrape(async () => {
+    if (metrics) this.#collectAtScrape(metrics);
+  }
+
+  /** Prometheus metrics, for `/metrics`; a service opened with `metrics: false` (the library) has none. */
+  get metrics(): Metrics {
+    if (!this.#metrics) throw new Error('this ChronosService was opened with metrics: false');
+    return this.#metrics;
+  }
+
+  /** The figures read from the database when `/metrics` is scraped. */
+  #collectAtScrape(metrics: Metrics): void {
+    metrics.onScrape(async () => {
       const counts = await alarmsCountByStatus(this.#db);
-      for (const [status, n] of Object.entries(counts)) this.metrics.alarms.set({ status }, n);
+      for (const [status, n] of Object.entries(counts)) metrics.alarms.set({ status }, n);
     });
-    this.metrics.onScrape(async () => {
-      this.metrics.retryQueueDepth.set(await deliveryRetryQueueDepth(this.#db));
+    metrics.onScrape(async () => {
+      metrics.retryQueueDepth.set(await deliveryRetryQueueDepth(this.#db));
     });
     // Failovers seen by a multi-host DATABASE_URL (issue 16).
     let hostChanges = 0;
-    this.metrics.onScrape(async () => {
+    metrics.onScrape(async () => {
       const changes = this.databaseStatus()?.changes ?? 0;
-      this.metrics.dbHostChanges.inc(changes - hostChanges);
+      metrics.dbHostChanges.inc(changes - hostChanges);
       hostChanges = changes;
     });
   }
@@ -209,7 +226,11 @@ export class ChronosService {
       const warning = db.kind === 'postgres' ? await serverSettingsWarning(db) : null;
       if (warning) logger.warn(warning);
       if (db instanceof PgDb) logPooling(db, config, logger);
-      return new ChronosService(config, db, logger, options.clock ?? systemClock, options.receiver);
+      const clock = options.clock ?? systemClock;
+      // Loaded only when used: a library worker needs neither prom-client nor the webhook client.
+      const metrics = (options.metrics ?? true) ? new (await import('./metrics.js')).Metrics() : undefined;
+      const receiver = options.receiver ?? (await createReceiver(config, logger, clock, metrics));
+      return new ChronosService(config, db, logger, clock, receiver, metrics);
     } catch (error) {
       if (owned) await db.close();
       throw error;
@@ -316,7 +337,7 @@ export class ChronosService {
   /** Stops the loops and closes the store (an application's own pool or PGlite is left open). */
   async close(): Promise<void> {
     await this.stop();
-    if (this.receiver instanceof WebhookReceiver) await this.receiver.close();
+    await this.receiver.close?.();
     await this.tracker.close();
     await this.#db.close();
   }
@@ -372,6 +393,8 @@ async function openStore(
       onHostEvent: (event, url) => hostLog[url](event),
     });
   }
+  // PGlite is loaded only for the embedded store.
+  const { openEmbedded } = await import('./store/embedded.js');
   return openEmbedded(config.dataDir, {
     lock: options.lock,
     schema,
@@ -392,7 +415,12 @@ function logPooling(db: PgDb, config: Config, logger: Logger): void {
   );
 }
 
-function createReceiver(config: Config, logger: Logger, clock: Clock, metrics: Metrics): Receiver {
+async function createReceiver(
+  config: Config,
+  logger: Logger,
+  clock: Clock,
+  metrics: Metrics | undefined,
+): Promise<Receiver> {
   if (!config.routerUrl) {
     logger.warn('CHRONOS_ROUTER_URL is not set: wakes are written to the log instead of delivered');
     return new LogReceiver(logger.child({ receiver: 'log' }));
@@ -402,6 +430,7 @@ function createReceiver(config: Config, logger: Logger, clock: Clock, metrics: M
       'CHRONOS_WEBHOOK_SECRET is not set: wakes are POSTed to the router unsigned (no webhook-signature header)',
     );
   }
+  const { WebhookReceiver } = await import('./receivers/webhook.js');
   return new WebhookReceiver({
     url: config.routerUrl,
     secrets: config.webhookSecrets,

@@ -47,4 +47,6 @@ export interface Receiver {
    * them instead of spending their retries; they are not lost.
    */
   holdMs?(): number;
+  /** Optional: releases what the receiver holds (kept-alive connections); the service calls it on close. */
+  close?(): Promise<void>;
 }

@@ -3,7 +3,8 @@ import { RawJson } from '../json.js';
 import type { Alarm } from '../types.js';
 import type { SignedDelivery } from './http-post.js';
 import type { Fire } from './receiver.js';
-import { resultClass, wakeBody } from './webhook.js';
+import { resultClass } from './result-class.js';
+import { wakeBody } from './wake-body.js';
 
 const alarm = {
   id: '0b6f2f0e-6f43-4a6b-9a55-1b1e6f0c9e11',

@@ -29,10 +29,9 @@ import { systemClock, type Clock } from '../clock.js';
 import { silentLogger, type Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import { createDeliveryAgent, postSigned, type SignedDelivery } from './http-post.js';
-import { fireInstructions, nudgeInstructions } from './instructions.js';
 import type { Delivery, Fire, Receiver } from './receiver.js';
-
-export type WakeEventType = 'alarm.fired' | 'alarm.nudge';
+import { resultClass } from './result-class.js';
+import { wakeBody } from './wake-body.js';
 
 export interface WebhookReceiverOptions {
   url: string;
@@ -57,46 +56,6 @@ export interface WebhookReceiverOptions {
 }
 
 const FIRST_PROBE_MS = 250;
-
-/**
- * The §6 body of a fire as JSON text. `type` is `alarm.nudge` for the tracker's reminder, which
- * carries the same fields.
- *
- * `payload` is spliced in as the stored JSONB text (I4), between two ordinary JSON.stringify
- * halves: the same output as `stringifyJson` with a RawJson member, at a twentieth of its cost,
- * which matters at thousands of wakes a second (measured in bench/webhook-drain.ts).
- */
-export function wakeBody(fire: Fire, type: WakeEventType = 'alarm.fired'): string {
-  const { alarm } = fire;
-  const head = JSON.stringify({
-    type,
-    wake_id: fire.wakeId,
-    alarm_id: alarm.id,
-    user_id: alarm.userId,
-    owner_did: alarm.ownerDid,
-    label: alarm.label,
-    kind: alarm.kind,
-    conversation_id: alarm.conversationId,
-    wake_message: alarm.wakeMessage,
-  });
-  const tail = JSON.stringify({
-    scheduled_for: fire.scheduledFor.toISOString(),
-    fired_at: fire.firedAt.toISOString(),
-    lateness_ms: Math.max(0, Math.round(fire.latenessMs)),
-    attempt: fire.attempt,
-    fire_count: fire.fireCount,
-    require_ack: alarm.requireAck,
-    trigger: fire.trigger,
-    instructions: type === 'alarm.nudge' ? nudgeInstructions(fire) : fireInstructions(fire),
-  });
-  return `${head.slice(0, -1)},"payload":${alarm.payload.text},${tail.slice(1)}`;
-}
-
-/** How an attempt ended, for the attempt-latency histogram: `2xx`…`5xx`, `timeout`, `network`. */
-export function resultClass(delivery: SignedDelivery): string {
-  if (delivery.statusCode !== undefined) return `${Math.floor(delivery.statusCode / 100)}xx`;
-  return delivery.kind === 'timeout' ? 'timeout' : 'network';
-}
 
 export class WebhookReceiver implements Receiver {
   readonly name = 'webhook';

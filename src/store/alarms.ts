@@ -17,7 +17,17 @@ import {
   type Trigger,
 } from '../types.js';
 import { ChronosError } from '../errors.js';
-import { channel, pruneBatch, sqlState, sql, type Executor, type PruneBatch, type Statement } from './db.js';
+import {
+  arrayLiteral,
+  channel,
+  pruneBatch,
+  sqlState,
+  sql,
+  textElement,
+  type Executor,
+  type PruneBatch,
+  type Statement,
+} from './db.js';
 import { newRowId } from './row-id.js';
 
 /** The channel that announces alarms due soon; its payload names their queue. */
@@ -151,7 +161,7 @@ const LIVE = `status IN ('active', 'paused')`;
 //   (time-ordered, see row-id.ts), so each result is matched to its input without a lookup.
 //   A column whose value is the same for every alarm (the owner, the queue, the kind… in most
 //   batches) travels as that one value: `col($n)` picks it for every row (see batchColumn).
-//   Array literals are written here, not by the driver: for 50,000 alarms that halved the
+//   Array literals are our own (db.ts), not the driver's: for 50,000 alarms that halved the
 //   client's work and PostgreSQL's (bench/schedule-many.ts).
 // - The quota counts ($19 owner, NULL without quotas) run once: the creates of the owner's last
 //   minute (stopping at the limit) and its live alarms (active or paused) over
@@ -259,23 +269,6 @@ function batchColumn<T>(
   }
   return arrayLiteral(same ? [first] : values, element);
 }
-
-/** `{a,b,NULL}`: each element written by `element`, null as NULL. */
-function arrayLiteral<T>(values: readonly T[], element: (v: NonNullable<T>) => string): string {
-  const parts = new Array<string>(values.length);
-  for (let i = 0; i < values.length; i++) {
-    const v = values[i];
-    parts[i] = v === null || v === undefined ? 'NULL' : element(v);
-  }
-  return `{${parts.join(',')}}`;
-}
-
-/** A text element of an array literal: always quoted, with `"` and `\` escaped. */
-function textElement(s: string): string {
-  return NEEDS_ESCAPE.test(s) ? `"${s.replace(ESCAPED, '\\$&')}"` : `"${s}"`;
-}
-const NEEDS_ESCAPE = /["\\]/;
-const ESCAPED = /["\\]/g;
 
 const NO_QUOTAS: InsertQuotas = { ownerDid: '', maxActiveAlarms: 0, createRatePerMinute: 0 };
 

@@ -8,7 +8,7 @@
  * so a worker whose lease lapsed cannot write over a newer claim.
  */
 import { alarmColumns, toAlarm, type AlarmRow } from './alarms.js';
-import { sql, type Executor } from './db.js';
+import { arrayLiteral, sql, textElement, type Executor } from './db.js';
 import type { Alarm, AlarmStatus } from '../types.js';
 
 const ALARM_COLUMNS = alarmColumns('c');
@@ -211,23 +211,25 @@ const record = sql(
 
 export async function alarmsRecordOutcomes(ex: Executor, outcomes: readonly Outcome[]): Promise<Set<string>> {
   if (outcomes.length === 0) return new Set();
-  const col = <T>(f: (o: Outcome) => T) => outcomes.map(f);
+  // Array literals of our own (db.ts), not the driver's; ids and numbers bare, text quoted.
+  const text = (f: (o: Outcome) => string) => arrayLiteral(outcomes.map(f), textElement);
+  const bare = (f: (o: Outcome) => string | number | null) => arrayLiteral(outcomes.map(f), String);
   const rows = await ex.query<{ id: string }>(record, [
-    col((o) => o.alarmId),
-    col((o) => o.leaseToken),
-    col((o) => o.wakeId),
-    col((o) => o.attempt),
-    col((o) => o.result),
-    col((o) => o.status),
-    col((o) => o.nextFireAt.getTime()),
-    col((o) => o.scheduledFor.getTime()),
-    col((o) => o.failureCount),
-    col((o) => o.lastError),
-    col((o) => o.lastFiredAt?.getTime() ?? null),
-    col((o) => o.startedAt.getTime()),
-    col((o) => o.finishedAt.getTime()),
-    col((o) => Math.max(0, Math.round(o.latenessMs))),
-    col((o) => o.statusCode),
+    bare((o) => o.alarmId),
+    bare((o) => o.leaseToken),
+    bare((o) => o.wakeId),
+    bare((o) => o.attempt),
+    text((o) => o.result),
+    text((o) => o.status),
+    bare((o) => o.nextFireAt.getTime()),
+    bare((o) => o.scheduledFor.getTime()),
+    bare((o) => o.failureCount),
+    text((o) => o.lastError),
+    bare((o) => o.lastFiredAt?.getTime() ?? null),
+    bare((o) => o.startedAt.getTime()),
+    bare((o) => o.finishedAt.getTime()),
+    bare((o) => Math.max(0, Math.round(o.latenessMs))),
+    bare((o) => o.statusCode),
   ]);
   return new Set(rows.map((r) => r.id));
 }

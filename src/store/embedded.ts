@@ -18,6 +18,7 @@ import { mkdir, open, readFile, rm } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
+import { EMBEDDED_SHARED_BUFFERS_MB } from '../config.js';
 import { ChronosError } from '../errors.js';
 import { LiteDb } from './db.js';
 import { copyTemplate, usableTemplate } from './embedded-template.js';
@@ -93,14 +94,6 @@ export async function acquireLock(
   }
   throw new ChronosError('locked', `could not take the lock ${path}`);
 }
-
-/**
- * PostgreSQL's own page cache in the embedded store, in MB. PostgreSQL's default (128 MB) is
- * zeroed at every start and stays resident; with a smaller one a start is lighter by ~110 MB and
- * ~0.5 s of CPU. The operating system's file cache still holds the files, and a page missed costs
- * a file read rather than a disk seek (bench/README.md, "Embedded store start").
- */
-export const EMBEDDED_SHARED_BUFFERS_MB = 16;
 
 export interface OpenEmbeddedOptions {
   /** Extra fields written into the lock file (e.g. the control socket). */

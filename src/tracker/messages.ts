@@ -10,7 +10,7 @@
  * Strings pass through as stored, code unit for code unit (I4).
  */
 import type { Fire } from '../receivers/receiver.js';
-import { wakeBody } from '../receivers/webhook.js';
+import { wakeBody } from '../receivers/wake-body.js';
 import type { EscalationClaim, NudgeClaim, ReceiptClaim } from '../store/wake-stages.js';
 
 export const nudgeId = (wakeId: string): string => `${wakeId}:nudge`;

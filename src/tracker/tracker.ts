@@ -23,13 +23,13 @@
  * receipts then wait in the table, logged and counted as backlog), or nudge/escalate a wake its
  * owner withdrew (see src/store/wake-stages.ts). docs/tracker.md has the whole story.
  */
-import type { Agent } from 'undici';
 import { systemClock, type Clock } from '../clock.js';
 import { retryDelayMs, type RetryPolicy } from '../dispatch/retry-policy.js';
 import { silentLogger, type Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
-import { createDeliveryAgent, postSigned, type SignedDelivery } from '../receivers/http-post.js';
-import { resultClass } from '../receivers/webhook.js';
+import type { Agent } from 'undici';
+import type { postSigned, SignedDelivery } from '../receivers/http-post.js';
+import { resultClass } from '../receivers/result-class.js';
 import { alarmsPruneFinished } from '../store/alarms.js';
 import type { Db } from '../store/db.js';
 import {
@@ -140,8 +140,11 @@ export class Tracker {
   readonly #metrics: Metrics | undefined;
   readonly #pruneBatchSize: number;
   readonly #pruneOnly: { queues: readonly string[] } | undefined;
-  /** Keep-alive connections to the router and the fallback URL; closed by close(). */
-  readonly #agent: Agent = createDeliveryAgent({ connections: 16 });
+  /**
+   * The webhook client and its keep-alive connections to the router and the fallback URL, loaded
+   * at the first send (a library worker's pruner never sends); closed by close().
+   */
+  #http: Promise<{ post: typeof postSigned; agent: Agent }> | null = null;
 
   #loop: Promise<void> | null = null;
   #stopping = false;
@@ -400,7 +403,8 @@ export class Tracker {
   /** Stops, and closes the kept-alive connections. */
   async close(): Promise<void> {
     await this.stop();
-    await this.#agent.destroy().catch(() => undefined);
+    const http = await this.#http;
+    await http?.agent.destroy().catch(() => undefined);
   }
 
   async #run(): Promise<void> {
@@ -516,7 +520,7 @@ export class Tracker {
   }
 
   /** One signed POST; never throws. */
-  #post(
+  async #post(
     url: string,
     target: 'router' | 'fallback',
     msgId: string,
@@ -524,7 +528,12 @@ export class Tracker {
     signal: AbortSignal,
     headers?: Record<string, string>,
   ): Promise<SignedDelivery> {
-    return postSigned({
+    this.#http ??= import('../receivers/http-post.js').then((http) => ({
+      post: http.postSigned,
+      agent: http.createDeliveryAgent({ connections: 16 }),
+    }));
+    const { post, agent } = await this.#http;
+    return post({
       url,
       msgId,
       body,
@@ -534,7 +543,7 @@ export class Tracker {
       timeoutMs: Math.min(this.#timeoutMs, Math.max(1, Math.floor(this.#leaseMs * 0.8))),
       signal,
       target,
-      dispatcher: this.#agent,
+      dispatcher: agent,
       now: () => this.#clock.now().getTime(),
     });
   }

@@ -179,6 +179,33 @@ describeEachBackend('dispatcher', ({ t, kind }) => {
     expect(statements).toEqual(['alarms_claim_due', 'alarms_record_outcomes']);
   });
 
+  it('records every error text of a batch verbatim, whatever it holds (its array literal is built by the store)', async () => {
+    const errors = [
+      'say "hi"',
+      'back\\slash',
+      '{a,b}',
+      'NULL',
+      ' padded ',
+      'two\nlines',
+      'ünï 🕰',
+      '\\"{,}"\\',
+    ];
+    const service = makeService(t.db);
+    const ids: string[] = [];
+    for (let i = 0; i < errors.length; i++) {
+      const { alarm } = await service.create(OWNER, { inSeconds: 1 }, api);
+      await backdate(t.db, alarm.id, 2_000);
+      ids.push(alarm.id);
+    }
+    const receiver = new RecordingReceiver();
+    receiver.behave = (fire) => ({ ok: false, retryable: true, error: errors[ids.indexOf(fire.alarm.id)]! });
+    expect(await makeDispatcher(t.db, receiver).runOnce()).toBe(errors.length);
+    for (const [i, id] of ids.entries()) {
+      expect(await alarmRow(t.db, id)).toMatchObject({ failure_count: 1, last_error: errors[i] });
+      expect(await wakesOf(t.db, id)).toMatchObject([{ last_error: errors[i] }]);
+    }
+  });
+
   postgresOnly(
     kind,
     'it kills server connections',

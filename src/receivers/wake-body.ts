@@ -1,0 +1,42 @@
+/**
+ * The JSON body of a fire (contract §6): what the router's webhook sends, and the tracker's nudge
+ * repeats. Pure.
+ */
+import { fireInstructions, nudgeInstructions } from './instructions.js';
+import type { Fire } from './receiver.js';
+
+export type WakeEventType = 'alarm.fired' | 'alarm.nudge';
+
+/**
+ * The §6 body of a fire as JSON text. `type` is `alarm.nudge` for the tracker's reminder, which
+ * carries the same fields.
+ *
+ * `payload` is spliced in as the stored JSONB text (I4), between two ordinary JSON.stringify
+ * halves: the same output as `stringifyJson` with a RawJson member, at a twentieth of its cost,
+ * which matters at thousands of wakes a second (measured in bench/webhook-drain.ts).
+ */
+export function wakeBody(fire: Fire, type: WakeEventType = 'alarm.fired'): string {
+  const { alarm } = fire;
+  const head = JSON.stringify({
+    type,
+    wake_id: fire.wakeId,
+    alarm_id: alarm.id,
+    user_id: alarm.userId,
+    owner_did: alarm.ownerDid,
+    label: alarm.label,
+    kind: alarm.kind,
+    conversation_id: alarm.conversationId,
+    wake_message: alarm.wakeMessage,
+  });
+  const tail = JSON.stringify({
+    scheduled_for: fire.scheduledFor.toISOString(),
+    fired_at: fire.firedAt.toISOString(),
+    lateness_ms: Math.max(0, Math.round(fire.latenessMs)),
+    attempt: fire.attempt,
+    fire_count: fire.fireCount,
+    require_ack: alarm.requireAck,
+    trigger: fire.trigger,
+    instructions: type === 'alarm.nudge' ? nudgeInstructions(fire) : fireInstructions(fire),
+  });
+  return `${head.slice(0, -1)},"payload":${alarm.payload.text},${tail.slice(1)}`;
+}
