@@ -1,7 +1,15 @@
 /**
  * The `chronos` executable (bin/chronos.js loads this).
  */
+import { setFlagsFromString } from 'node:v8';
 import { runCli } from './cli.js';
+
+// The embedded store is PostgreSQL compiled to WebAssembly. V8 runs it with its baseline compiler
+// (Liftoff) and, by default, recompiles the busiest functions with its optimising one in the
+// background: seconds of CPU and ~40 MB resident for a few per cent of speed on the statements
+// Chronos sends (bench/README.md, "Embedded store start"). A command process keeps the baseline.
+// Set here, before any WebAssembly is compiled; a library's host process is left as it is.
+setFlagsFromString('--liftoff-only');
 
 const io = {
   env: process.env,
