@@ -120,8 +120,12 @@ export async function copyTemplate(template: string, pgdata: string): Promise<vo
   }
   const partial = `${pgdata}.partial-${process.pid}`;
   try {
-    // Unzipped on libuv's thread pool, not the event loop: a server imports its modules meanwhile.
-    await untar(await promisify(gunzip)(await readFile(template)), partial);
+    const packed = await readFile(template);
+    // Unzipped on libuv's thread pool, not the event loop, into one buffer the size gzip records
+    // (its last four bytes): in 16 kB pieces the ~40 MB cost a second of a first start and stayed
+    // in the process's heap afterwards (~30 MB resident for good).
+    const size = packed.length >= 4 ? packed.readUInt32LE(packed.length - 4) : 0;
+    await untar(await promisify(gunzip)(packed, { chunkSize: Math.max(size + 1, 64 << 10) }), partial);
     await rename(partial, pgdata);
   } catch (error) {
     await rm(partial, { recursive: true, force: true });
