@@ -2,7 +2,7 @@
  * The `chronos` executable (bin/chronos.js loads this).
  */
 import { setFlagsFromString } from 'node:v8';
-import { runCli } from './cli.js';
+import { compilePgliteAhead } from '../store/embedded-wasm.js';
 
 // The embedded store is PostgreSQL compiled to WebAssembly. V8 runs it with its baseline compiler
 // (Liftoff) and, by default, recompiles the busiest functions with its optimising one in the
@@ -10,6 +10,10 @@ import { runCli } from './cli.js';
 // Chronos sends (bench/README.md, "Embedded store start"). A command process keeps the baseline.
 // Set here, before any WebAssembly is compiled; a library's host process is left as it is.
 setFlagsFromString('--liftoff-only');
+
+// `chronos serve` on the embedded store (no DATABASE_URL): PGlite compiles while the commands load.
+if (process.argv[2] === 'serve' && !process.env.DATABASE_URL?.trim()) compilePgliteAhead();
+const { runCli } = await import('./cli.js');
 
 const io = {
   env: process.env,

@@ -21,6 +21,7 @@ import { PGlite } from '@electric-sql/pglite';
 import { ChronosError } from '../errors.js';
 import { LiteDb } from './db.js';
 import { copyTemplate, usableTemplate } from './embedded-template.js';
+import { takeCompiledPglite } from './embedded-wasm.js';
 
 export interface LockInfo {
   pid: number;
@@ -126,7 +127,9 @@ export async function openEmbedded(dataDir: string, options: OpenEmbeddedOptions
       if (template) await copyTemplate(template, pgdata);
     }
     const sharedBuffersMB = options.sharedBuffersMB ?? EMBEDDED_SHARED_BUFFERS_MB;
+    const pgliteWasmModule = await takeCompiledPglite();
     const lite = await PGlite.create(pgdata, {
+      ...(pgliteWasmModule ? { pgliteWasmModule } : {}),
       startParams: [...PGlite.defaultStartParams, '-c', `shared_buffers=${sharedBuffersMB}MB`],
     });
     return new LiteDb(
