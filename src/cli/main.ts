@@ -2,7 +2,7 @@
  * The `chronos` executable (bin/chronos.js loads this).
  */
 import { setFlagsFromString } from 'node:v8';
-import { compilePgliteAhead } from '../store/embedded-wasm.js';
+import { startEmbeddedAhead } from '../store/embedded-ahead.js';
 
 // The embedded store is PostgreSQL compiled to WebAssembly. V8 runs it with its baseline compiler
 // (Liftoff) and, by default, recompiles the busiest functions with its optimising one in the
@@ -11,8 +11,12 @@ import { compilePgliteAhead } from '../store/embedded-wasm.js';
 // Set here, before any WebAssembly is compiled; a library's host process is left as it is.
 setFlagsFromString('--liftoff-only');
 
-// `chronos serve` on the embedded store (no DATABASE_URL): PGlite compiles while the commands load.
-if (process.argv[2] === 'serve' && !process.env.DATABASE_URL?.trim()) compilePgliteAhead();
+// `chronos serve` on the embedded store (no DATABASE_URL): PGlite compiles, and a new store's
+// template unzips, while the commands load. CHRONOS_DATA_DIR's default is config.ts's; were they
+// to differ, the template would be unzipped for nothing and dropped when the store opens.
+if (process.argv[2] === 'serve' && !process.env.DATABASE_URL?.trim()) {
+  startEmbeddedAhead(process.env.CHRONOS_DATA_DIR?.trim() || './.chronos');
+}
 const { runCli } = await import('./cli.js');
 
 const io = {

@@ -22,17 +22,12 @@ import { createHash } from 'node:crypto';
 import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { basename, dirname, join, normalize, sep } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
-import { gunzip } from 'node:zlib';
 import { PGlite } from '@electric-sql/pglite';
 import { LiteDb } from './db.js';
+import { TEMPLATE_FILE, unzip } from './embedded-ahead.js';
 import { migrate, migrationFiles, MIGRATIONS_DIR } from './migrate.js';
 
-/** Where the build puts the template: `dist/embedded/` beside the compiled code, found from the sources too. */
-export const TEMPLATE_FILE = fileURLToPath(
-  new URL('../../dist/embedded/pgdata-template.tar.gz', import.meta.url),
-);
+export { TEMPLATE_FILE };
 
 /** What a template was made from: the PGlite version and each migration's SHA-256. */
 export interface TemplateStamp {
@@ -109,29 +104,42 @@ export async function buildTemplate(file: string, migrationsDir = MIGRATIONS_DIR
 
 /**
  * Copies the template into `pgdata`, which must not exist: unpacked beside it, then renamed into
- * place. A `postmaster.pid` in the template (it was dumped from a running PGlite) is left out,
- * as a store closed cleanly has none. Called under the store's lock, so a half-made copy found
+ * place; from `unzipped` when the archive was unzipped already (`embedded-ahead.ts`). A
+ * `postmaster.pid` in the template (it was dumped from a running PGlite) is left out, as a store
+ * closed cleanly has none. Called under the store's lock, so a half-made copy found
  * beside `pgdata` is a crashed process's and is removed.
  */
-export async function copyTemplate(template: string, pgdata: string): Promise<void> {
+export async function copyTemplate(template: string, pgdata: string, unzipped?: Buffer): Promise<void> {
   const prefix = `${basename(pgdata)}.partial-`;
   for (const left of (await readdir(dirname(pgdata))).filter((f) => f.startsWith(prefix))) {
     await rm(join(dirname(pgdata), left), { recursive: true, force: true });
   }
   const partial = `${pgdata}.partial-${process.pid}`;
   try {
-    const packed = await readFile(template);
-    // Unzipped on libuv's thread pool, not the event loop, into one buffer the size gzip records
-    // (its last four bytes): in 16 kB pieces the ~40 MB cost a second of a first start and stayed
-    // in the process's heap afterwards (~30 MB resident for good).
-    const size = packed.length >= 4 ? packed.readUInt32LE(packed.length - 4) : 0;
-    await untar(await promisify(gunzip)(packed, { chunkSize: Math.max(size + 1, 64 << 10) }), partial);
+    const tar = unzipped ?? (await unzip(template));
+    await untar(tar, partial);
+    release(tar);
     await rename(partial, pgdata);
   } catch (error) {
     await rm(partial, { recursive: true, force: true });
     throw new Error(`copying the embedded store's template ${template} into ${pgdata} failed`, {
       cause: error,
     });
+  }
+}
+
+/**
+ * Lets the ~40 MB of an unzipped template go at the next minor collection. One unzipped ahead
+ * (`embedded-ahead.ts`) has lived through the collections of a server loading its modules, and
+ * a buffer that old goes only at a major collection, which an idle server may not run for a
+ * long time: measured, it stayed resident (~40 MB of a steady 222 MB). Transferring its memory
+ * to a new, unreferenced ArrayBuffer leaves the old one empty and the memory with a young one.
+ */
+function release(buffer: Buffer): void {
+  // Never one of Node's shared 8 kB pools, which other buffers use too.
+  const memory = buffer.buffer;
+  if (memory instanceof ArrayBuffer && memory.byteLength > Buffer.poolSize) {
+    structuredClone(memory, { transfer: [memory] });
   }
 }
 
