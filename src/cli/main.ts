@@ -12,9 +12,11 @@ import { startEmbeddedAhead } from '../store/embedded-ahead.js';
 setFlagsFromString('--liftoff-only');
 
 // `chronos serve` on the embedded store (no DATABASE_URL): PGlite compiles, and a new store's
-// template unzips, while the commands load. CHRONOS_DATA_DIR's default is config.ts's; were they
-// to differ, the template would be unzipped for nothing and dropped when the store opens.
-if (process.argv[2] === 'serve' && !process.env.DATABASE_URL?.trim()) {
+// template unzips, while the commands load. Not for `serve --help` or a wrong argument, which
+// open nothing. CHRONOS_DATA_DIR's default is config.ts's; were they to differ, the template
+// would be unzipped for nothing and dropped when the store opens.
+const [command, ...args] = process.argv.slice(2);
+if (command === 'serve' && args.length === 0 && !process.env.DATABASE_URL?.trim()) {
   startEmbeddedAhead(process.env.CHRONOS_DATA_DIR?.trim() || './.chronos');
 }
 const { runCli } = await import('./cli.js');
