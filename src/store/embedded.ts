@@ -22,6 +22,7 @@ import { EMBEDDED_SHARED_BUFFERS_MB } from '../config.js';
 import { ChronosError } from '../errors.js';
 import { LiteDb } from './db.js';
 import { copyTemplate, usableTemplate } from './embedded-template.js';
+import { takeAhead } from './embedded-ahead.js';
 
 export interface LockInfo {
   pid: number;
@@ -114,12 +115,16 @@ export async function openEmbedded(dataDir: string, options: OpenEmbeddedOptions
   const release = await acquireLock(dataDir, options.lock);
   try {
     const pgdata = join(resolve(dataDir), 'pgdata');
-    if (!existsSync(pgdata)) {
-      const template = options.template === undefined ? await usableTemplate() : options.template;
-      if (template) await copyTemplate(template, pgdata);
-    }
+    const template = existsSync(pgdata)
+      ? null
+      : options.template === undefined
+        ? await usableTemplate()
+        : options.template;
+    const ahead = await takeAhead(template);
+    if (template) await copyTemplate(template, pgdata, ahead.tar);
     const sharedBuffersMB = options.sharedBuffersMB ?? EMBEDDED_SHARED_BUFFERS_MB;
     const lite = await PGlite.create(pgdata, {
+      ...(ahead.module ? { pgliteWasmModule: ahead.module } : {}),
       startParams: [...PGlite.defaultStartParams, '-c', `shared_buffers=${sharedBuffersMB}MB`],
     });
     return new LiteDb(

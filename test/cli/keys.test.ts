@@ -69,7 +69,8 @@ describe('CLI: usage and failures', () => {
       expect(run.stdout, argv.join(' ')).toMatch(new RegExp(`usage: chronos ${argv[0]}`));
       expect(run.stderr).toBe('');
     }
-  });
+    // Ten processes through tsx, one after another: ~20 s alone, more beside the other files.
+  }, 60_000);
 
   it('a mistyped option is named, with what the command takes, and exits 2', async () => {
     const run = await runChronos(['keys', 'create', '--ownr', 'x'], {});

@@ -2,14 +2,15 @@
  * The embedded store's template (src/store/embedded-template.ts): a new store is copied from a
  * migrated data directory instead of initialised, and is then a store like any other.
  */
+import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { copyFile, mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createChronos } from '../../src/library.js';
 import { openEmbedded } from '../../src/store/embedded.js';
-import { buildTemplate, usableTemplate } from '../../src/store/embedded-template.js';
+import { buildTemplate, copyTemplate, usableTemplate } from '../../src/store/embedded-template.js';
 import { migrate, MIGRATIONS_DIR, pendingMigrations } from '../../src/store/migrate.js';
 import { openFromAnotherProcess } from '../support/library.js';
 
@@ -120,5 +121,22 @@ describe('the embedded store made from a template', () => {
     }
     // No template (the sources without a build): none.
     expect(await usableTemplate(join(work, 'absent.tar.gz'), migrations)).toBeNull();
+  });
+
+  it('copies every file and directory of the template, files 0600 and directories 0700, without postmaster.pid', async () => {
+    const pgdata = join(work, 'copied', 'pgdata');
+    await mkdir(join(work, 'copied'));
+    await copyTemplate(older, pgdata);
+    // The system's tar as the reference reading of the archive.
+    const listed = execFileSync('tar', ['-tzf', older], { encoding: 'utf8', maxBuffer: 1 << 24 })
+      .split('\n')
+      .map((name) => name.replace(/^\/+/, '').replace(/\/+$/, ''))
+      .filter((name) => name !== '' && name !== 'postmaster.pid');
+    const copied = (await readdir(pgdata, { recursive: true })).map((name) => name.split('\\').join('/'));
+    expect(copied.sort()).toEqual([...new Set(listed)].sort());
+    for (const name of copied) {
+      const { mode } = await stat(join(pgdata, name));
+      expect([name, mode & 0o777]).toEqual([name, (mode & 0o040000) !== 0 ? 0o700 : 0o600]);
+    }
   });
 });

@@ -4,7 +4,7 @@
  */
 import { loadConfig } from '../../config.js';
 import type { Logger } from '../../logger.js';
-import { serveMcpStdio, type StdioStreams } from '../../stdio-server.js';
+import type { StdioStreams } from '../../stdio-server.js';
 import { readArgs } from '../args.js';
 import { EXIT_OK, type CliIo, type Command } from '../io.js';
 
@@ -35,6 +35,8 @@ export async function runMcpCommand(
   process.once('SIGTERM', onSignal);
   process.once('SIGINT', onSignal);
   try {
+    // Loaded here: `chronos serve` and the other commands need none of MCP.
+    const { serveMcpStdio } = await import('../../stdio-server.js');
     await serveMcpStdio(config, { streams, logger: options.logger, signal: stop.signal });
   } finally {
     process.off('SIGTERM', onSignal);
