@@ -169,15 +169,12 @@ const LIVE = `status IN ('active', 'paused')`;
 //   Nothing is inserted when the batch ($22 alarms) would overrun either.
 // - An idempotency key the owner already has inserts nothing for that alarm (the unique index
 //   decides, so concurrent creates agree); the caller reads the existing alarm back.
-// - It answers how many it wrote, each payload as stored (JSONB's text: what every later read
+// - It answers the ids written, each payload as stored (JSONB's text: what every later read
 //   shows) and the time (now()) they were written, not the whole rows: the caller has every
 //   other column already, and for 50,000 alarms formatting and parsing them all back cost more
-//   than the insert. Payloads come as one text in one row — `id US payload` records separated
-//   by RS (chr 31 and 30, control characters JSONB's text never holds raw) — which the client
-//   splits for a fraction of what 50,000 rows cost to parse. When every alarm has the same
-//   payload, that payload comes once, and the ids only if some alarm was not written (its key
-//   was taken): formatting them per row was a seventh of the insert's PostgreSQL time
-//   (bench/schedule-many.ts, the floor).
+//   than the insert. They come as one text in one row — `id US payload` records separated by
+//   RS (chr 31 and 30, control characters JSONB's text never holds raw) — which the client
+//   splits for a fraction of what 50,000 rows cost to parse.
 // - One notification per queue with an alarm due within $18 ms, however many there are.
 const insertMany = sql(
   'alarms_insert_many',
@@ -221,12 +218,7 @@ const insertMany = sql(
      FROM (SELECT DISTINCT queue FROM ins
            WHERE next_fire_at <= now() + $18::int * interval '1 millisecond') q
    )
-   SELECT (SELECT count(*) FROM ins)::int AS inserted,
-     CASE WHEN cardinality($12::text[]) = 1 THEN (SELECT ins.payload::text FROM ins LIMIT 1) END AS payload,
-     CASE WHEN cardinality($12::text[]) <> 1
-            THEN (SELECT string_agg(ins.id::text || chr(31) || ins.payload::text, chr(30)) FROM ins)
-          WHEN (SELECT count(*) FROM ins) < $22 THEN (SELECT string_agg(ins.id::text, chr(30)) FROM ins)
-     END AS written,
+   SELECT (SELECT string_agg(ins.id::text || chr(31) || ins.payload::text, chr(30)) FROM ins) AS written,
      now() AS created_at, quota.recent AS quota_recent, quota.rate_reset_s AS quota_rate_reset_s,
      quota.active AS quota_active, (SELECT count(*) FROM notified)::int AS notified
    FROM quota`,
@@ -299,7 +291,7 @@ export async function alarmsInsert(
   if (quotaOwner !== null || n <= chunk) {
     const batch = buildInsert(alarms, source, notifyHorizonMs, quotas, quotaOwner);
     const [first] = await ex.query<InsertAnswer>(insertMany, batch.params);
-    if (first!.inserted === 0) {
+    if (first!.written === null) {
       const { createRatePerMinute: rate, maxActiveAlarms: max } = quotas;
       if (rate > 0 && first!.quota_recent + n > rate) {
         const retryAfterSeconds = Math.max(1, Math.ceil(first!.quota_rate_reset_s ?? 1));
@@ -328,10 +320,6 @@ export async function alarmsInsert(
 }
 
 interface InsertAnswer {
-  inserted: number;
-  /** The payload as stored, when every alarm of the statement has the same. */
-  payload: string | null;
-  /** `id US payload` records (payloads differ), or ids (same payload, some alarm not written). */
   written: string | null;
   created_at: Date;
   quota_recent: number;
@@ -395,14 +383,11 @@ async function readInsert(
   source: AlarmSource,
 ): Promise<{ alarm: Alarm; deduped: boolean }[]> {
   const n = alarms.length;
-  // Every alarm written, with one payload: nothing per row to read.
-  const all = answer.inserted === n && answer.payload !== null;
   const inserted = new Map<string, string>();
-  if (!all && answer.written !== null) {
+  if (answer.written !== null) {
     for (const record of answer.written.split('\u001e')) {
       const cut = record.indexOf('\u001f');
-      if (cut < 0) inserted.set(record, answer.payload!);
-      else inserted.set(record.slice(0, cut), record.slice(cut + 1));
+      inserted.set(record.slice(0, cut), record.slice(cut + 1));
     }
   }
   const createdAt = answer.created_at;
@@ -410,7 +395,7 @@ async function readInsert(
   const missing: number[] = [];
   for (let i = 0; i < n; i++) {
     const id = ids[i]!;
-    const payload = all ? answer.payload! : inserted.get(id);
+    const payload = inserted.get(id);
     if (payload !== undefined)
       results[i] = { alarm: written(alarms[i]!, id, payload, source, createdAt), deduped: false };
     else missing.push(i);
