@@ -24,7 +24,8 @@
  *
  * The plan check: `EXPLAIN (ANALYZE, BUFFERS)` of the claim at every depth, prepared under
  * `force_generic_plan`, and prepared under the default after six executions; the select must be
- * an index scan on `alarms_due_idx`. Plans go to `bench/results/claim-plan-postgres.txt`.
+ * an index scan on `alarms_claim_idx` (`alarms_due_idx` before migration 0008). Plans go to
+ * `bench/results/claim-plan-postgres.txt`.
  *
  * Then two ageing checks at 1M: "churn" — 100k alarms fired ahead of the due one and no VACUUM
  * yet (autovacuum waits for 20% of a table to change by default), so the claim walks their dead
@@ -170,7 +171,7 @@ async function preparedClaim(db: Db): Promise<PreparedInfo | null> {
 }
 
 const usesDueIndex = (plan: string) =>
-  /Index (Only )?Scan using alarms_due_idx/.test(plan) && !/Seq Scan on alarms\b/.test(plan);
+  /Index (Only )?Scan using alarms_claim_idx/.test(plan) && !/Seq Scan on alarms\b/.test(plan);
 
 /**
  * EXPLAIN of the claim exactly as node-postgres prepared it (the text read back from
@@ -183,7 +184,7 @@ async function explainClaim(url: string, claimText: string, batch: number, sampl
   const parts: string[] = [];
   let ok = true;
   const execution: number[] = [];
-  const execute = `EXECUTE bench_claim(${batch}, ${LEASE_MS})`;
+  const execute = `EXECUTE bench_claim(${batch}, ${LEASE_MS}, 'default')`;
   const explain = async (options: string) => {
     await client.query('BEGIN');
     const result = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN (${options}) ${execute}`);
@@ -201,7 +202,7 @@ async function explainClaim(url: string, claimText: string, batch: number, sampl
   };
   try {
     await client.query(`SET plan_cache_mode = force_generic_plan`);
-    await client.query(`PREPARE bench_claim(int, int) AS ${claimText}`);
+    await client.query(`PREPARE bench_claim(int, int, text) AS ${claimText}`);
     await record('plan_cache_mode = force_generic_plan, first execution');
     for (let i = 0; i < samples + 10; i++) {
       const plan = await explain('ANALYZE, TIMING OFF');
@@ -210,7 +211,7 @@ async function explainClaim(url: string, claimText: string, batch: number, sampl
     }
     await client.query('DEALLOCATE bench_claim');
     await client.query(`SET plan_cache_mode = auto`);
-    await client.query(`PREPARE bench_claim(int, int) AS ${claimText}`);
+    await client.query(`PREPARE bench_claim(int, int, text) AS ${claimText}`);
     for (let i = 0; i < 6; i++) {
       await client.query('BEGIN');
       await client.query(execute);
@@ -240,7 +241,7 @@ async function loadDepth(bench: BenchDatabase, count: number, keyPrefix: string)
 }
 
 /**
- * 100k alarms fired ahead of the due one, no VACUUM yet: their entries in alarms_due_idx are
+ * 100k alarms fired ahead of the due one, no VACUUM yet: their entries in alarms_claim_idx are
  * dead but still there, and a claim walks them. (Fired here by one UPDATE, which leaves the index
  * as the dispatcher's outcome recording does: `status` changes, so the update is not HOT.)
  */
