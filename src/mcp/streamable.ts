@@ -13,16 +13,21 @@ import { RawPayloads } from './raw-payloads.js';
 import type { McpService } from './server.js';
 
 /**
- * The MCP SDK and the tools, loaded at the first exchange rather than when a server starts: a
- * fifth of the modules `chronos serve` would otherwise load before it is ready.
+ * The MCP SDK and the tools, loaded at the first exchange rather than when a server starts (a
+ * fifth of the modules `chronos serve` would otherwise load before it is ready), and kept.
  */
-const loadMcp = async () => {
-  const [{ StreamableHTTPServerTransport }, { createMcpServer }] = await Promise.all([
+let mcp: Promise<{
+  StreamableHTTPServerTransport: typeof import('@modelcontextprotocol/sdk/server/streamableHttp.js').StreamableHTTPServerTransport;
+  createMcpServer: typeof import('./server.js').createMcpServer;
+}> | null = null;
+const loadMcp = () =>
+  (mcp ??= Promise.all([
     import('@modelcontextprotocol/sdk/server/streamableHttp.js'),
     import('./server.js'),
-  ]);
-  return { StreamableHTTPServerTransport, createMcpServer };
-};
+  ]).then(([{ StreamableHTTPServerTransport }, { createMcpServer }]) => ({
+    StreamableHTTPServerTransport,
+    createMcpServer,
+  })));
 
 /** Where MCP is served: on the API's port, and on the embedded store's control socket. */
 export const MCP_PATH = '/mcp';
