@@ -8,7 +8,14 @@
  */
 
 export class RawJson {
-  constructor(readonly text: string) {}
+  /**
+   * `stored`, when known, is the text PostgreSQL's JSONB gives back for `text` (its keys sorted,
+   * its spacing): what every read of the stored payload shows.
+   */
+  constructor(
+    readonly text: string,
+    readonly stored?: string,
+  ) {}
   /** A lossy view for places that need a value (validation, logs); never for output. */
   parse(): unknown {
     return JSON.parse(this.text);
@@ -112,6 +119,75 @@ function skipValue(text: string, i: number): number {
   }
   while (i < text.length && !',}] \n\r\t'.includes(text[i] as string)) i++;
   return i;
+}
+
+/**
+ * The text PostgreSQL's JSONB gives back for `JSON.stringify(value)`, made here without asking
+ * it; undefined for a value whose rendering is not certain here, which is then read back from the
+ * database instead. JSONB writes `{"k": v, "k2": v2}` and `[a, b]`, sorts an object's keys by
+ * their length in UTF-8 bytes then by those bytes, escapes a string as JSON.stringify does, and
+ * writes a number as PostgreSQL's numeric does: the same digits as JavaScript's shortest form,
+ * unless that form has an exponent (`1e+21`), which is left to the database. Only plain objects,
+ * arrays, strings (well formed), finite numbers, booleans and null are rendered here: `toJSON`,
+ * `undefined` members and the like are left to the database too.
+ */
+export function jsonbText(value: unknown): string | undefined {
+  switch (typeof value) {
+    case 'string':
+      return value.isWellFormed() ? JSON.stringify(value) : undefined;
+    case 'number': {
+      if (!Number.isFinite(value)) return undefined;
+      const text = String(value);
+      return text.includes('e') ? undefined : text;
+    }
+    case 'boolean':
+      return value ? 'true' : 'false';
+    case 'object': {
+      if (value === null) return 'null';
+      if (Array.isArray(value)) {
+        let out = '[';
+        for (let i = 0; i < value.length; i++) {
+          const element = jsonbText(value[i]);
+          if (element === undefined) return undefined;
+          out += i === 0 ? element : `, ${element}`;
+        }
+        return `${out}]`;
+      }
+      const proto = Object.getPrototypeOf(value) as unknown;
+      if (proto !== Object.prototype && proto !== null) return undefined;
+      const keys = Object.keys(value);
+      if (keys.length > 1) keys.sort(isAscii(keys) ? byLengthThenCode : byUtf8);
+      let out = '{';
+      for (let i = 0; i < keys.length; i++) {
+        const key = keys[i]!;
+        const member = jsonbText((value as Record<string, unknown>)[key]);
+        if (member === undefined || !key.isWellFormed()) return undefined;
+        out += `${i === 0 ? '' : ', '}${JSON.stringify(key)}: ${member}`;
+      }
+      return `${out}}`;
+    }
+    default:
+      return undefined;
+  }
+}
+
+// JSONB's order of keys: shorter first (in UTF-8 bytes), then bytewise. For ASCII keys a string's
+// length and JavaScript's comparison agree with the bytes'.
+function isAscii(keys: readonly string[]): boolean {
+  for (const key of keys) {
+    for (let i = 0; i < key.length; i++) if (key.charCodeAt(i) > 0x7f) return false;
+  }
+  return true;
+}
+
+function byLengthThenCode(a: string, b: string): number {
+  return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
+}
+
+function byUtf8(a: string, b: string): number {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length - y.length || Buffer.compare(x, y);
 }
 
 /**

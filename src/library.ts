@@ -14,13 +14,8 @@ import type { PGlite } from '@electric-sql/pglite';
 import { z } from 'zod';
 import type { Clock } from './clock.js';
 import { databaseUrlError, loadConfig } from './config.js';
-import {
-  QUEUE_NAME,
-  SCHEDULE_FIELDS,
-  SPEC_RULES,
-  type AlarmSpec,
-  type SpecField,
-} from './core/alarm-spec.js';
+import { QUEUE_NAME, SCHEDULE_FIELDS, SPEC_RULES, type SpecField } from './core/alarm-spec.js';
+import type { BatchItem } from './core/alarm-service.js';
 import { LIBRARY_OWNER, OWNER_EXPECTED, parseOwner, type Owner } from './core/owner.js';
 import { isStorable } from './core/text.js';
 import { ChronosError, invalidFields, invalidInput, renameFieldErrors, type FieldError } from './errors.js';
@@ -276,17 +271,18 @@ export async function createChronos(options: ChronosOptions): Promise<Chronos> {
     migrate: () => service.migrate(),
 
     async schedule(tx, spec) {
-      const [item] = readTimers([spec], '');
+      const item = readTimer(spec, '');
       return write(
         '',
         async () =>
-          (await service.alarms.create(item!.owner, item!.spec, { source: 'library', tx: on(tx) })).alarm,
+          (await service.alarms.create(item.owner, item.spec, { source: 'library', tx: on(tx) })).alarm,
       );
     },
 
     async scheduleMany(tx, specs) {
       if (!Array.isArray(specs)) throw invalidInput('specs', 'an array of timer specs', specs);
-      const items = readTimers(specs, 'specs');
+      // Each spec is read as its part of the batch is written (see AlarmService.createMany).
+      const items = { length: specs.length, read: (i: number) => readTimer(specs[i], String(i)) };
       return write('specs', async () =>
         (await service.alarms.createMany(items, { source: 'library', tx: on(tx) })).map((c) => c.alarm),
       );
@@ -343,33 +339,34 @@ export async function createChronos(options: ChronosOptions): Promise<Chronos> {
   };
 }
 
-/** Reads specs in the library's names; throws one `invalid_input` with every refusal. */
-function readTimers(specs: readonly unknown[], prefix: string): { owner: Owner; spec: AlarmSpec }[] {
-  const errors: FieldError[] = [];
-  const items = specs.map((input, i) => {
-    const path = prefix === '' ? '' : `${prefix}.${i}`;
-    const read = formErrors(input, timerForm, {
-      path,
-      noun: 'spec',
-      required: ['idempotencyKey'],
-      oneOf: { fields: SCHEDULE_FIELDS, exactly: true },
-    });
-    errors.push(...read.errors);
-    const { owner, ...fields } = read.values;
-    let parsed: Owner | null = null;
-    try {
-      parsed = ownerOf(owner, path ? `${path}.owner` : 'owner');
-    } catch (error) {
-      errors.push(...(error as ChronosError).errors);
-    }
-    return { owner: parsed!, spec: toSpec(fields) };
+/**
+ * Reads one spec in the library's names; throws one `invalid_input` with its every refusal, its
+ * paths under `path` (`3.inSeconds` for the fourth of a batch).
+ */
+function readTimer(input: unknown, path: string): BatchItem {
+  const read = formErrors(input, timerForm, {
+    path,
+    noun: 'spec',
+    required: ['idempotencyKey'],
+    oneOf: { fields: SCHEDULE_FIELDS, exactly: true },
   });
+  const errors = read.errors;
+  const { owner, ...fields } = read.values;
+  let parsed: Owner | null = null;
+  try {
+    parsed = ownerOf(owner, path ? `${path}.owner` : 'owner');
+  } catch (error) {
+    errors.push(...(error as ChronosError).errors);
+  }
   if (errors.length > 0) throw invalidFields(errors);
-  return items;
+  return { owner: parsed!, spec: toSpec(fields) };
 }
 
+// Read once: most timers are the application's own.
+const APPLICATION = parseOwner(LIBRARY_OWNER);
+
 function ownerOf(owner: unknown, path: string): Owner {
-  return parseOwner(owner ?? LIBRARY_OWNER, path);
+  return owner === undefined || owner === null ? APPLICATION : parseOwner(owner, path);
 }
 
 function keyOf(key: unknown): string {

@@ -34,6 +34,7 @@ import {
   alarmsGetByKey,
   alarmsGetByKeys,
   alarmsInsert,
+  alarmsInsertParts,
   alarmsList,
   alarmsReschedule,
   type AlarmChanges,
@@ -94,6 +95,21 @@ export interface Created {
   deduped: boolean;
 }
 
+/** One alarm of a batch to create: whose, and what. */
+export interface BatchItem {
+  owner: Owner;
+  spec: AlarmSpec;
+}
+
+/**
+ * A batch whose items are read one at a time, as they are written: `read(i)` reads the caller's
+ * i-th input into an item, or throws its `invalid_input` refusal (paths `<i>.<field>`, `<i>`).
+ */
+export interface BatchInput {
+  readonly length: number;
+  read(i: number): BatchItem;
+}
+
 export class AlarmService {
   constructor(private readonly options: AlarmServiceOptions) {}
 
@@ -110,12 +126,11 @@ export class AlarmService {
   /**
    * Creates alarms in order, all or nothing, in one statement: one refused spec (paths
    * `<index>.<field>`) or a full quota writes none of them. Quotas apply when the items share one
-   * owner, as an API batch does, and count every alarm the batch would add.
+   * owner, as an API batch does, and count every alarm the batch would add. `items` may be a
+   * `BatchInput`, read one at a time: a large batch on a caller's transaction is then checked part
+   * by part while the parts before it are written.
    */
-  async createMany(
-    items: readonly { owner: Owner; spec: AlarmSpec }[],
-    write: WriteOptions,
-  ): Promise<Created[]> {
+  async createMany(items: readonly BatchItem[] | BatchInput, write: WriteOptions): Promise<Created[]> {
     if (items.length === 0) return [];
     const attributes = { 'chronos.source': write.source, 'chronos.alarms': items.length };
     // Each alarm keeps the create span's traceparent (without a tracer provider, the caller's).
@@ -128,33 +143,58 @@ export class AlarmService {
   }
 
   async #createMany(
-    items: readonly { owner: Owner; spec: AlarmSpec }[],
+    items: readonly BatchItem[] | BatchInput,
     write: WriteOptions,
     traceparent: string,
   ): Promise<Created[]> {
     const ex = write.tx ?? this.options.db;
     const now = await this.options.dbClock.now(ex);
+    const read = 'read' in items ? items.read : (i: number) => items[i]!;
+    const n = items.length;
     const errors: FieldError[] = [];
-    const rows = items.map(({ owner, spec }, i) => {
-      try {
-        return this.#newAlarm(owner, spec, now, write.source, traceparent);
-      } catch (error) {
-        errors.push(...fieldErrorsOf(error, `${i}.`));
-        return null;
+    // The rows of items [from, to), or null once any item so far was refused (its errors kept).
+    const make = (from: number, to: number): NewAlarm[] | null => {
+      const rows = new Array<NewAlarm>(to - from);
+      for (let i = from; i < to; i++) {
+        let item: BatchItem;
+        try {
+          item = read(i);
+        } catch (error) {
+          errors.push(...fieldErrorsOf(error, ''));
+          continue;
+        }
+        try {
+          rows[i - from] = this.#newAlarm(item.owner, item.spec, now, write.source, traceparent);
+        } catch (error) {
+          errors.push(...fieldErrorsOf(error, `${i}.`));
+        }
       }
-    });
-    if (errors.length > 0) throw invalidFields(errors);
-    const alarms = rows as NewAlarm[];
+      return errors.length > 0 ? null : rows;
+    };
 
-    const quotas = write.quotas === false ? null : this.#quotasFor(items.map((i) => i.owner));
-    if (!quotas)
-      return this.#insert(
-        ex,
-        alarms,
-        write.source,
-        undefined,
-        write.tx ? this.options.insertChunk : undefined,
-      );
+    const limited = write.quotas !== false && this.#quotasApply();
+    const chunk = write.tx && !limited ? (this.options.insertChunk ?? n) : n;
+    if (n > chunk) {
+      // The first part is a quarter of the others, so the database starts sooner.
+      const starts = [0];
+      for (let at = Math.ceil(chunk / 4); at < n; at += chunk) starts.push(at);
+      starts.push(n);
+      const parts = starts.length - 1;
+      let made = 0;
+      const part = (k: number) => {
+        made = k + 1;
+        return make(starts[k]!, starts[k + 1]!);
+      };
+      const results = await alarmsInsertParts(ex, part, parts, write.source, this.options.notifyHorizonMs);
+      if (results) return results;
+      // Stopped at a refused item: the rest is still checked, so the refusal names every field.
+      for (let k = made; k < parts; k++) make(starts[k]!, starts[k + 1]!);
+      throw invalidFields(errors);
+    }
+    const alarms = make(0, n);
+    if (alarms === null) throw invalidFields(errors);
+    if (!limited) return this.#insert(ex, alarms, write.source);
+    const quotas = this.#quotasFor(alarms);
     // Alarms that already exist are answered without counting against the quotas.
     const results = new Array<Created>(alarms.length);
     const keyed = alarms.filter((a) => a.idempotencyKey !== '');
@@ -374,6 +414,7 @@ export class AlarmService {
       conversationId: spec.conversationId ?? '',
       wakeMessage: spec.wakeMessage ?? '',
       payload: spec.payload === undefined ? '{}' : payloadText(spec.payload),
+      storedPayload: spec.payload === undefined ? '{}' : spec.payload.stored,
       idempotencyKey: spec.idempotencyKey ?? '',
       maxFailures: spec.maxFailures ?? 5,
       requireAck,
@@ -387,9 +428,8 @@ export class AlarmService {
     alarms: readonly NewAlarm[],
     source: AlarmSource,
     quotas?: InsertQuotas,
-    chunk?: number,
   ): Promise<Created[]> {
-    const result = await alarmsInsert(ex, alarms, source, this.options.notifyHorizonMs, quotas, chunk);
+    const result = await alarmsInsert(ex, alarms, source, this.options.notifyHorizonMs, quotas);
     if ('results' in result) return result.results;
     const { maxActiveAlarms, createRatePerMinute } = this.options.quotas;
     if (result.quota === 'create_rate') {
@@ -402,12 +442,17 @@ export class AlarmService {
     throw maxActiveExceeded(maxActiveAlarms);
   }
 
-  /** The quotas to check for a create by these owners, or null when none apply. */
-  #quotasFor(owners: readonly Owner[]): InsertQuotas | null {
+  /** True when the owners' quotas limit creates at all. */
+  #quotasApply(): boolean {
     const { maxActiveAlarms, createRatePerMinute } = this.options.quotas;
-    if (maxActiveAlarms === 0 && createRatePerMinute === 0) return null;
-    const ownerDid = owners[0]!.did;
-    if (owners.some((o) => o.did !== ownerDid)) throw new Error('a batch under quotas has one owner');
+    return maxActiveAlarms > 0 || createRatePerMinute > 0;
+  }
+
+  /** The quotas to check for a create of these alarms, all of one owner. */
+  #quotasFor(alarms: readonly NewAlarm[]): InsertQuotas {
+    const { maxActiveAlarms, createRatePerMinute } = this.options.quotas;
+    const ownerDid = alarms[0]!.ownerDid;
+    if (alarms.some((a) => a.ownerDid !== ownerDid)) throw new Error('a batch under quotas has one owner');
     return { ownerDid, maxActiveAlarms, createRatePerMinute };
   }
 

@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 import { invalidFields, renameFieldErrors, type FieldError } from '../errors.js';
-import { RawJson, rawElements, rawMember } from '../json.js';
+import { jsonbText, RawJson, rawElements, rawMember } from '../json.js';
 import { LIMITS, SCHEDULE_FIELDS, SPEC_RULES, type AlarmSpec, type SpecField } from '../core/alarm-spec.js';
 import { formErrors, type Form } from './fields.js';
 
@@ -160,7 +160,14 @@ function readOne(
 export function toSpec(values: Partial<Record<SpecField, unknown>>, rawPayload?: string): AlarmSpec {
   const { payload, ...rest } = values;
   const spec = rest as AlarmSpec;
-  if (payload !== undefined) spec.payload = new RawJson(rawPayload ?? JSON.stringify(payload));
+  if (payload !== undefined) {
+    // A value (not the caller's own text) is sent as JSON.stringify writes it; its stored form is
+    // then known here too, and the insert need not send it back (see store/alarms.ts).
+    spec.payload =
+      rawPayload === undefined
+        ? new RawJson(JSON.stringify(payload), jsonbText(payload))
+        : new RawJson(rawPayload);
+  }
   return spec;
 }
 

@@ -50,7 +50,6 @@ export function formErrors<K extends string>(
   options: ReadOptions<K> = {},
 ): { values: Partial<Record<K, unknown>>; errors: FieldError[] } {
   const prefix = options.path ? `${options.path}.` : '';
-  const at = (name: string) => prefix + name;
   const whole = options.path || '';
   const values: Partial<Record<K, unknown>> = {};
   if (typeof input !== 'object' || input === null || Array.isArray(input) || input instanceof Date) {
@@ -69,8 +68,8 @@ export function formErrors<K extends string>(
       if (value === undefined) continue;
       const names = fields.map((f) => form.names[f]);
       errors.push({
-        path: at(name),
-        message: `${at(name)}: unknown field; ${names.length > 0 ? `send only ${names.join(', ')}` : 'send an empty object {}'}${didYouMean(name, form)}`,
+        path: prefix + name,
+        message: `${prefix + name}: unknown field; ${names.length > 0 ? `send only ${names.join(', ')}` : 'send an empty object {}'}${didYouMean(name, form)}`,
       });
       continue;
     }
@@ -87,19 +86,20 @@ export function formErrors<K extends string>(
       parsed.error.issues.some((i) => i.message === 'too long' || i.code === 'too_big');
     const expected = storable ? STORABLE_EXPECTED : rule.expected;
     const got = tooLong ? describeLength(value as string) : describeValue(value);
-    errors.push({ path: at(name), message: `${at(name)}: expected ${expected}, got ${got}` });
+    errors.push({ path: prefix + name, message: `${prefix + name}: expected ${expected}, got ${got}` });
   }
   for (const field of options.required ?? []) {
-    if (values[field] === undefined && !errors.some((e) => e.path === at(form.names[field]))) {
+    if (values[field] === undefined && !errors.some((e) => e.path === prefix + form.names[field])) {
       const name = form.names[field];
       errors.push({
-        path: at(name),
-        message: `${at(name)}: expected ${form.rules[field].expected}, got nothing`,
+        path: prefix + name,
+        message: `${prefix + name}: expected ${form.rules[field].expected}, got nothing`,
       });
     }
   }
   if (options.oneOf && errors.length === 0) {
-    const given = options.oneOf.fields.filter((f) => values[f] !== undefined);
+    const given: K[] = [];
+    for (const f of options.oneOf.fields) if (values[f] !== undefined) given.push(f);
     if (given.length > 1 || (options.oneOf.exactly && given.length === 0)) {
       const all = options.oneOf.fields.map((f) => `"${form.names[f]}"`);
       const list = `${all.slice(0, -1).join(', ')} or ${all[all.length - 1]}`;

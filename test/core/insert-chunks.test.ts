@@ -3,12 +3,16 @@
  * while the one before runs (store/alarms.ts, `alarmsInsert`). It must answer exactly as one
  * statement would: in order, a key given twice answered with the first one's alarm, and all or
  * nothing — a statement refused part-way leaves none of the batch once the caller rolls back.
+ * Its specs are read part by part as the parts before them are written, so a spec refused in a
+ * late part finds earlier parts written: those are deleted again, and the caller's transaction
+ * goes on as if the call had never been made.
  * On PGlite the same batch is one statement; the cases hold there too.
  */
 import { afterEach, expect, it } from 'vitest';
 import { sql } from '../../src/store/db.js';
 import { describeEachBackend } from '../support/backends.js';
-import { inCallerTransaction, libraryOn } from '../support/library.js';
+import { appOrders, inCallerTransaction, insertOrder, libraryOn } from '../support/library.js';
+import type { ChronosError } from '../../src/errors.js';
 
 /** More than two statements' worth (the service sends 1,000 alarms a statement). */
 const SIZE = 4_500;
@@ -107,6 +111,54 @@ describeEachBackend('a batch larger than one statement', ({ t }) => {
     expect(String(refused)).toMatch(/test_refuse_label/);
     const [{ n }] = (await t.db.query(count)) as [{ n: number }];
     expect(n).toBe(0);
+    await chronos.close();
+  });
+
+  it('a spec refused in a late part: every refusal named, nothing of the batch kept, the caller’s transaction goes on', async () => {
+    const chronos = await libraryOn(t);
+    const orders = await appOrders(t);
+    const [earlier] = await inCallerTransaction(t, (tx) =>
+      chronos.scheduleMany(tx, [{ key: 'k:5', inSeconds: 600, label: 'earlier' }]),
+    );
+    const specs = Array.from({ length: SIZE }, (_, i) => ({ key: `k:${i}`, inSeconds: 600 }) as never);
+    specs[3_500] = { key: 'k:3500', inSeconds: -1 } as never;
+    specs[4_400] = { key: 'k:4400', at: '2020-01-01T00:00:00Z' } as never;
+    specs[4_401] = { key: 'k:4401', inSeconds: 60, tz: 'UTC' } as never;
+    const refused = await inCallerTransaction(t, async (tx) => {
+      await insertOrder(tx, 1);
+      const error = await chronos.scheduleMany(tx, specs).catch((e: unknown) => e as ChronosError);
+      // The caller's transaction is still usable: its own next write goes in.
+      await insertOrder(tx, 2);
+      return error as ChronosError;
+    });
+    expect(refused.code).toBe('invalid_input');
+    expect(refused.errors.map((e) => e.path)).toEqual([
+      'specs.3500.inSeconds',
+      'specs.4400.at',
+      'specs.4401.tz',
+    ]);
+    expect(refused.errors[0]!.message).toMatch(/^specs\.3500\.inSeconds: expected a whole number of seconds/);
+    expect(refused.errors[1]!.message).toMatch(/^specs\.4400\.at: expected a time in the future/);
+    expect(refused.errors[2]!.message).toMatch(/^specs\.4401\.tz: .*did you mean "timezone"\?/);
+    expect(await orders.count()).toBe(2);
+    // Only the earlier alarm is left, untouched by the batch that answered its key.
+    const [{ n }] = (await t.db.query(count)) as [{ n: number }];
+    expect(n).toBe(1);
+    const kept = (await chronos.get('k:5'))!;
+    expect(kept.id).toBe(earlier!.id);
+    expect(kept.label).toBe('earlier');
+
+    // A refusal in the first part writes nothing at all.
+    specs[3_500] = { key: 'k:3500', inSeconds: 600 } as never;
+    specs[4_400] = { key: 'k:4400', inSeconds: 600 } as never;
+    specs[4_401] = { key: 'k:4401', inSeconds: 600 } as never;
+    specs[2] = 'not a spec' as never;
+    const first = await inCallerTransaction(t, (tx) =>
+      chronos.scheduleMany(tx, specs).catch((e: unknown) => e as ChronosError),
+    );
+    expect((first as ChronosError).errors.map((e) => e.path)).toEqual(['specs.2']);
+    expect((first as ChronosError).errors[0]!.message).toBe('specs.2: expected an object, got "not a spec"');
+    expect(((await t.db.query(count)) as [{ n: number }])[0].n).toBe(1);
     await chronos.close();
   });
 });
