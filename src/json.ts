@@ -156,7 +156,7 @@ export function jsonbText(value: unknown): string | undefined {
       const proto = Object.getPrototypeOf(value) as unknown;
       if (proto !== Object.prototype && proto !== null) return undefined;
       const keys = Object.keys(value);
-      if (keys.length > 1) keys.sort(isAscii(keys) ? byLengthThenCode : byUtf8);
+      if (keys.length > 1) sortKeys(keys, isAscii(keys) ? byLengthThenCode : byUtf8);
       let out = '{';
       for (let i = 0; i < keys.length; i++) {
         const key = keys[i]!;
@@ -178,6 +178,24 @@ function isAscii(keys: readonly string[]): boolean {
     for (let i = 0; i < key.length; i++) if (key.charCodeAt(i) > 0x7f) return false;
   }
   return true;
+}
+
+// In place, by insertion when there are few: a payload mostly has a few keys, and
+// Array.prototype.sort allocated more per payload than the rest of reading a timer.
+function sortKeys(keys: string[], order: (a: string, b: string) => number): void {
+  if (keys.length > 16) {
+    keys.sort(order);
+    return;
+  }
+  for (let i = 1; i < keys.length; i++) {
+    const key = keys[i]!;
+    let j = i - 1;
+    while (j >= 0 && order(keys[j]!, key) > 0) {
+      keys[j + 1] = keys[j]!;
+      j--;
+    }
+    keys[j + 1] = key;
+  }
 }
 
 function byLengthThenCode(a: string, b: string): number {

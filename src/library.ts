@@ -144,14 +144,29 @@ const timerForm: Form<LibraryField> = {
     },
     queue: { schema: z.string().regex(QUEUE_NAME), expected: SPEC_RULES.queue.expected },
     // A Date is taken as it is (an invalid one is refused here, as a bad string is later).
+    // `at` and `payload` are checked by a plain predicate: no schema is published for the
+    // library's form, and zod's union and record allocated half of what reading a timer did.
     at: {
-      schema: z.union([z.string(), z.date().refine((d) => !Number.isNaN(d.getTime()))]),
+      schema: z.custom<string | Date>(
+        (v) => typeof v === 'string' || (v instanceof Date && !Number.isNaN(v.getTime())),
+      ),
       expected: SPEC_RULES.at.expected.replace('like', 'or a Date, like'),
+    },
+    // Any plain object (JSON.stringify writes it): a class instance, a Map or an array is refused.
+    payload: {
+      schema: z.custom<Record<string, unknown>>(isPlainObject),
+      expected: SPEC_RULES.payload.expected,
     },
     owner: { schema: z.string(), expected: OWNER_EXPECTED },
   },
   aliases: { ...SPEC_ALIASES, idempotencykey: 'idempotencyKey', name: 'idempotencyKey' },
 };
+
+function isPlainObject(value: unknown): boolean {
+  if (typeof value !== 'object' || value === null) return false;
+  const proto = Object.getPrototypeOf(value) as unknown;
+  return proto === Object.prototype || proto === null;
+}
 
 const { idempotencyKey: _key, queue: _queue, ...changeNames } = timerForm.names;
 const changeForm: Form<Exclude<LibraryField, 'idempotencyKey' | 'queue'>> = {

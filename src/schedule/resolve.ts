@@ -50,15 +50,17 @@ const RFC3339 =
   /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(?:([Zz])|([+-])(\d{2}):(\d{2}))$/;
 
 /** The schedule columns for `input`, or an `invalid_input` error naming the field at fault. */
+const has = (value: unknown): boolean => value !== undefined && value !== null;
+
 export function resolveSchedule(
   input: ScheduleInput,
   now: Date,
   options: ResolveOptions = {},
 ): ResolvedSchedule {
-  const given = (['at', 'inSeconds', 'cron'] as const).filter(
-    (key) => input[key] !== undefined && input[key] !== null,
-  );
-  if (given.length !== 1) {
+  // Counted without an array: this runs for every timer of a batch.
+  const count = Number(has(input.at)) + Number(has(input.inSeconds)) + Number(has(input.cron));
+  if (count !== 1) {
+    const given = (['at', 'inSeconds', 'cron'] as const).filter((key) => has(input[key]));
     const got = given.length === 0 ? 'none of them' : given.map((key) => `"${key}"`).join(' and ');
     const message = `body: expected exactly one of "at", "inSeconds" or "cron", got ${got}; send exactly one`;
     throw new ChronosError('invalid_input', message, { errors: [{ path: '', message }] });
@@ -68,7 +70,7 @@ export function resolveSchedule(
       ? 'UTC'
       : assertTimeZone(input.timezone, 'timezone');
 
-  if (given[0] === 'at') {
+  if (has(input.at)) {
     const at = parseAt(input.at);
     const toleranceMs = options.pastToleranceMs ?? 60_000;
     const lateMs = now.getTime() - at.getTime();
@@ -81,7 +83,7 @@ export function resolveSchedule(
     return { kind: 'once', fireAt: at, cronExpr: '', timezone, nextFireAt: at };
   }
 
-  if (given[0] === 'inSeconds') {
+  if (has(input.inSeconds)) {
     const seconds = input.inSeconds;
     if (
       typeof seconds !== 'number' ||

@@ -199,12 +199,13 @@ const insertManyText = (written: string) => `WITH quota AS (
        timestamptz 'epoch' + (CASE WHEN cardinality($9::int8[]) = 1 THEN ($9::int8[])[1] ELSE u.next_ms END) * interval '1 millisecond',
        timestamptz 'epoch' + (CASE WHEN cardinality($9::int8[]) = 1 THEN ($9::int8[])[1] ELSE u.next_ms END) * interval '1 millisecond',
        CASE WHEN cardinality($10::text[]) = 1 THEN ($10::text[])[1] ELSE u.conversation_id END, CASE WHEN cardinality($11::text[]) = 1 THEN ($11::text[])[1] ELSE u.wake_message END,
-       (CASE WHEN cardinality($12::text[]) = 1 THEN ($12::text[])[1] ELSE u.payload END)::jsonb, CASE WHEN cardinality($13::text[]) = 1 THEN ($13::text[])[1] ELSE u.idempotency_key END,
+       CASE WHEN jsonb_array_length($12::jsonb) = 1 THEN $12::jsonb -> 0 ELSE u.payload END, CASE WHEN cardinality($13::text[]) = 1 THEN ($13::text[])[1] ELSE u.idempotency_key END,
        CASE WHEN cardinality($14::int[]) = 1 THEN ($14::int[])[1] ELSE u.max_failures END, CASE WHEN cardinality($15::bool[]) = 1 THEN ($15::bool[])[1] ELSE u.require_ack END, $17,
        CASE WHEN cardinality($16::text[]) = 1 THEN ($16::text[])[1] ELSE u.queue END, CASE WHEN cardinality($23::text[]) = 1 THEN ($23::text[])[1] ELSE u.traceparent END
-     FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int8[], $7::text[], $8::text[],
-            $9::int8[], $10::text[], $11::text[], $12::text[], $13::text[], $14::int[], $15::bool[], $16::text[],
-            $23::text[])
+     FROM ROWS FROM (unnest($1::uuid[]), unnest($2::text[]), unnest($3::text[]), unnest($4::text[]),
+            unnest($5::text[]), unnest($6::int8[]), unnest($7::text[]), unnest($8::text[]), unnest($9::int8[]),
+            unnest($10::text[]), unnest($11::text[]), jsonb_array_elements($12::jsonb), unnest($13::text[]),
+            unnest($14::int[]), unnest($15::bool[]), unnest($16::text[]), unnest($23::text[]))
           WITH ORDINALITY AS u(id, owner_did, user_id, label, kind, fire_ms, cron_expr, timezone, next_ms,
             conversation_id, wake_message, payload, idempotency_key, max_failures, require_ack, queue, traceparent,
             ord),
@@ -275,6 +276,22 @@ function batchColumn<T>(
   return arrayLiteral(same ? [first] : values, element);
 }
 
+/**
+ * The payloads of a batch as one JSON array, `[p1,p2,…]` (`[p]` when all are the same, as
+ * `batchColumn` does): the texts are joined as they are, where a text[] literal escaped every `"`
+ * of every payload, and the database parses each once, straight into JSONB.
+ */
+function jsonArray(alarms: readonly NewAlarm[], value: (a: NewAlarm) => string): string {
+  const first = value(alarms[0]!);
+  const values = new Array<string>(alarms.length);
+  let same = true;
+  for (let i = 0; i < alarms.length; i++) {
+    const v = (values[i] = i === 0 ? first : value(alarms[i]!));
+    if (same && v !== first) same = false;
+  }
+  return same ? `[${first}]` : `[${values.join(',')}]`;
+}
+
 const NO_QUOTAS: InsertQuotas = { ownerDid: '', maxActiveAlarms: 0, createRatePerMinute: 0 };
 
 /**
@@ -330,20 +347,28 @@ export async function alarmsInsertParts(
 ): Promise<{ alarm: Alarm; deduped: boolean }[] | null> {
   const results: { alarm: Alarm; deduped: boolean }[] = [];
   const written: string[] = [];
+  // Each part is queued on the connection as soon as it is made, behind the one running: the
+  // database goes from one to the next with no wait on this thread.
   const send = (alarms: readonly NewAlarm[]) => {
     const batch = buildInsert(alarms, source, notifyHorizonMs, NO_QUOTAS, null);
-    return { alarms, batch, answer: ex.query<InsertAnswer>(batch.statement, batch.params) };
+    const answer = ex.query<InsertAnswer>(batch.statement, batch.params);
+    // Awaited below; a part queued behind one that failed fails too, and is not left unheard.
+    answer.catch(() => undefined);
+    return { alarms, batch, answer };
   };
   const first = part(0);
   if (first === null) return null;
-  let sent = send(first);
+  let running = send(first);
+  let stopped = false;
   for (let k = 1; k <= parts; k++) {
-    const next = k < parts ? part(k) : null;
-    const [answer] = await sent.answer;
-    const done = sent;
-    const stopped = k < parts && next === null;
-    if (next) sent = send(next);
-    for (const r of await readInsert(ex, done.alarms, done.batch, answer!, source)) {
+    let queued: ReturnType<typeof send> | null = null;
+    if (k < parts) {
+      const next = part(k);
+      if (next === null) stopped = true;
+      else queued = send(next);
+    }
+    const [answer] = await running.answer;
+    for (const r of await readInsert(ex, running.alarms, running.batch, answer!, source)) {
       results.push(r);
       if (!r.deduped) written.push(r.alarm.id);
     }
@@ -351,6 +376,7 @@ export async function alarmsInsertParts(
       await ex.query(deleteByIds, [arrayLiteral(written, String)]);
       return null;
     }
+    if (queued) running = queued;
   }
   return results;
 }
@@ -399,7 +425,7 @@ function buildInsert(
     batchColumn(alarms, (a) => a.nextFireAt.getTime(), String),
     text((a) => a.conversationId),
     text((a) => a.wakeMessage),
-    text((a) => a.payload),
+    jsonArray(alarms, (a) => a.payload),
     text((a) => a.idempotencyKey),
     batchColumn(alarms, (a) => a.maxFailures, String),
     batchColumn(

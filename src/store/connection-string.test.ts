@@ -200,6 +200,13 @@ describe('parseConnectionString', () => {
 });
 
 describe('parseConnectionString (properties)', () => {
+  it('refuses "." and ".." as a database name, which no URL path carries (the property leaves them out)', () => {
+    expect(errorOf(() => parseConnectionString('postgres://u@h/%2E')).message).toMatch(
+      /a database name other than "\." or "\.\."/,
+    );
+    expect(errorOf(() => parseConnectionString('postgres://u@h/?dbname=..')).message).toMatch(/other than/);
+  });
+
   const hostName = fc.stringMatching(/^[a-z][a-z0-9-]{0,20}(\.[a-z][a-z0-9-]{0,10}){0,2}$/);
   const ipv6 = fc.ipV6();
   const host: fc.Arbitrary<HostPort> = fc.record({
@@ -214,7 +221,7 @@ describe('parseConnectionString (properties)', () => {
         fc.array(host, { minLength: 1, maxLength: 5 }),
         secret,
         secret,
-        fc.stringMatching(/^[^/?#]{1,20}$/),
+        fc.stringMatching(/^[^/?#]{1,20}$/).filter((d) => d !== '.' && d !== '..'),
         (hosts, user, password, database) => {
           const list = hosts.map(describeHost).join(',');
           const url = `postgres://${encodeURIComponent(user)}:${encodeURIComponent(password)}@${list}/${encodeURIComponent(database)}`;

@@ -218,6 +218,10 @@ export function parseConnectionString(raw: string, name = 'DATABASE_URL'): Parse
   if (database !== undefined && /[/?#]/.test(database)) {
     throw fail('a database name without "/", "?" or "#"', q(database));
   }
+  // A URL's path cannot carry them: node-postgres's URL parser drops "/." and "/.." segments.
+  if (database === '.' || database === '..') {
+    throw fail('a database name other than "." or ".." (a URL path cannot carry them)', q(database));
+  }
 
   const queryOf = (redact: boolean) =>
     params
