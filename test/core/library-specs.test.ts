@@ -38,15 +38,18 @@ describeEachBackend('the library’s at and payload', ({ t }) => {
         { key: 'c', inSeconds: 600, payload: new Map([['a', 1]]) as never },
         { key: 'd', inSeconds: 600, payload: new Order(7) as never },
       ])
-      .catch((e: unknown) => e as ChronosError);
-    expect(refused.errors.map((e) => e.path)).toEqual([
+      .then(
+        () => null,
+        (e: unknown) => e as ChronosError,
+      );
+    expect(refused!.errors.map((e) => e.path)).toEqual([
       'specs.0.at',
       'specs.1.payload',
       'specs.2.payload',
       'specs.3.payload',
     ]);
-    expect(refused.errors[0]!.message).toMatch(/^specs\.0\.at: expected .*or a Date, like/);
-    expect(refused.errors[1]!.message).toMatch(/^specs\.1\.payload: expected a JSON object/);
+    expect(refused!.errors[0]!.message).toMatch(/^specs\.0\.at: expected .*or a Date, like/);
+    expect(refused!.errors[1]!.message).toMatch(/^specs\.1\.payload: expected a JSON object/);
     await chronos.close();
   });
 
