@@ -147,20 +147,24 @@ const timerForm: Form<LibraryField> = {
     // `at` and `payload` are checked by a plain predicate: no schema is published for the
     // library's form, and zod's union and record allocated half of what reading a timer did.
     at: {
-      schema: z.custom<string | Date>(
-        (v) => typeof v === 'string' || (v instanceof Date && !Number.isNaN(v.getTime())),
-      ),
+      schema: z.custom<string | Date>(isAt),
+      accepts: isAt,
       expected: SPEC_RULES.at.expected.replace('like', 'or a Date, like'),
     },
     // Any plain object (JSON.stringify writes it): a class instance, a Map or an array is refused.
     payload: {
       schema: z.custom<Record<string, unknown>>(isPlainObject),
+      accepts: isPlainObject,
       expected: SPEC_RULES.payload.expected,
     },
     owner: { schema: z.string(), expected: OWNER_EXPECTED },
   },
   aliases: { ...SPEC_ALIASES, idempotencykey: 'idempotencyKey', name: 'idempotencyKey' },
 };
+
+function isAt(value: unknown): boolean {
+  return typeof value === 'string' || (value instanceof Date && !Number.isNaN(value.getTime()));
+}
 
 function isPlainObject(value: unknown): boolean {
   if (typeof value !== 'object' || value === null) return false;
@@ -354,19 +358,19 @@ export async function createChronos(options: ChronosOptions): Promise<Chronos> {
   };
 }
 
+const REQUIRED: readonly LibraryField[] = ['idempotencyKey'];
+const ONE_SCHEDULE = { fields: SCHEDULE_FIELDS, exactly: true };
+
 /**
  * Reads one spec in the library's names; throws one `invalid_input` with its every refusal, its
  * paths under `path` (`3.inSeconds` for the fourth of a batch).
  */
 function readTimer(input: unknown, path: string): BatchItem {
-  const read = formErrors(input, timerForm, {
-    path,
-    noun: 'spec',
-    required: ['idempotencyKey'],
-    oneOf: { fields: SCHEDULE_FIELDS, exactly: true },
-  });
+  const read = formErrors(input, timerForm, { path, noun: 'spec', required: REQUIRED, oneOf: ONE_SCHEDULE });
   const errors = read.errors;
-  const { owner, ...fields } = read.values;
+  // The values become the spec as they are (toSpec takes them over); `owner` rides along unread.
+  const fields = read.values;
+  const owner = fields.owner;
   let parsed: Owner | null = null;
   try {
     parsed = ownerOf(owner, path ? `${path}.owner` : 'owner');

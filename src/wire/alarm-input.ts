@@ -156,10 +156,13 @@ function readOne(
   return { spec: toSpec(values, options.rawPayload), errors };
 }
 
-/** Read field values as an AlarmSpec; the payload as its raw text when the caller had it. */
+/**
+ * Read field values as an AlarmSpec, the payload as its raw text when the caller had it. The spec
+ * is `values` itself (not a copy: a batch reads 50,000 of them), which the caller gives up.
+ */
 export function toSpec(values: Partial<Record<SpecField, unknown>>, rawPayload?: string): AlarmSpec {
-  const { payload, ...rest } = values;
-  const spec = rest as AlarmSpec;
+  const payload = values.payload;
+  const spec = values as AlarmSpec;
   if (payload !== undefined) {
     // A value (not the caller's own text) is sent as JSON.stringify writes it; its stored form is
     // then known here too, and the insert need not send it back (see store/alarms.ts).
