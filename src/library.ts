@@ -2,8 +2,9 @@
  * The TypeScript library (contract §9): timers written in the caller's own transaction, over
  * the same service as `chronos serve`.
  *
- * `schedule(tx, spec)` and `scheduleMany(tx, specs)` insert on `tx` (one statement either way),
- * so the timers commit with the caller's state change or not at all (I6). `work(handler)` runs a
+ * `schedule(tx, spec)` and `scheduleMany(tx, specs)` insert on `tx` (a large batch as a few
+ * statements, all or nothing), so the timers commit with the caller's state change or not at all
+ * (I6). `work(handler)` runs a
  * dispatcher of one queue (§4a) that calls `handler` for each due timer, at least once;
  * deduplicate on `fire.wakeId` (or on `key` for one-shot timers). A refused spec throws a
  * `ChronosError` whose `errors[].path` names the field as the caller wrote it (`inSeconds`,

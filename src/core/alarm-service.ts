@@ -5,7 +5,8 @@
  *
  * It checks meaning (the time is not in the past, the zone is real, the cron is not too
  * frequent, the payload is storable), enforces the owner's quotas, and writes with one statement
- * per change — a batch of any size included. A refused call writes nothing. Refusals name core
+ * per change — a batch too, except a large one on a caller's PostgreSQL transaction, written in
+ * parts while the next is checked. A refused call writes nothing. Refusals name core
  * fields (`inSeconds`, `3.cron` for the fourth of a batch); each door renames them for its caller.
  */
 import { context } from '@opentelemetry/api';

@@ -164,7 +164,8 @@ const LIVE = `status IN ('active', 'paused')`;
 //   A column whose value is the same for every alarm (the owner, the queue, the kind… in most
 //   batches) travels as that one value: `col($n)` picks it for every row (see batchColumn).
 //   Array literals are our own (db.ts), not the driver's: for 50,000 alarms that halved the
-//   client's work and PostgreSQL's (bench/schedule-many.ts).
+//   client's work and PostgreSQL's (bench/schedule-many.ts). The payloads are one JSON array
+//   ($12, see jsonArray), parsed once straight into JSONB, not a text[] of escaped JSON texts.
 // - The quota counts ($19 owner, NULL without quotas) run once: the creates of the owner's last
 //   minute (stopping at the limit) and its live alarms (active or paused) over
 //   alarms_owner_live_idx, whose predicate the count repeats word for word (migration 0012).
