@@ -49,9 +49,9 @@ const AT_EXPECTED =
 const RFC3339 =
   /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(?:([Zz])|([+-])(\d{2}):(\d{2}))$/;
 
-/** The schedule columns for `input`, or an `invalid_input` error naming the field at fault. */
 const has = (value: unknown): boolean => value !== undefined && value !== null;
 
+/** The schedule columns for `input`, or an `invalid_input` error naming the field at fault. */
 export function resolveSchedule(
   input: ScheduleInput,
   now: Date,

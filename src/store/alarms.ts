@@ -262,15 +262,11 @@ export type InsertResult =
   | { quota: 'max_active_alarms' };
 
 /**
- * One column of a batch as a PostgreSQL array literal: the one value when every alarm has the
- * same (`{x}`, which the insert's `CASE WHEN cardinality(…) = 1` gives every row), else one
- * element per alarm.
+ * One column of a batch: `[v]` when every alarm has the same value, else one value per alarm.
+ * Both ways of sending a column below collapse a shared value to one, which the insert's
+ * `CASE WHEN cardinality(…) = 1` (or `jsonb_array_length`) gives every row.
  */
-function batchColumn<T>(
-  alarms: readonly NewAlarm[],
-  value: (a: NewAlarm) => T,
-  element: (v: NonNullable<T>) => string,
-): string {
+function columnValues<T>(alarms: readonly NewAlarm[], value: (a: NewAlarm) => T): T[] {
   const first = value(alarms[0]!);
   const values = new Array<T>(alarms.length);
   let same = true;
@@ -278,23 +274,25 @@ function batchColumn<T>(
     const v = (values[i] = i === 0 ? first : value(alarms[i]!));
     if (same && v !== first) same = false;
   }
-  return arrayLiteral(same ? [first] : values, element);
+  return same ? [first] : values;
+}
+
+/** One column of a batch as a PostgreSQL array literal (see columnValues). */
+function batchColumn<T>(
+  alarms: readonly NewAlarm[],
+  value: (a: NewAlarm) => T,
+  element: (v: NonNullable<T>) => string,
+): string {
+  return arrayLiteral(columnValues(alarms, value), element);
 }
 
 /**
- * The payloads of a batch as one JSON array, `[p1,p2,…]` (`[p]` when all are the same, as
- * `batchColumn` does): the texts are joined as they are, where a text[] literal escaped every `"`
- * of every payload, and the database parses each once, straight into JSONB.
+ * The payloads of a batch as one JSON array, `[p1,p2,…]` (see columnValues): the texts are joined
+ * as they are, where a text[] literal escaped every `"` of every payload, and the database
+ * parses each once, straight into JSONB.
  */
 function jsonArray(alarms: readonly NewAlarm[], value: (a: NewAlarm) => string): string {
-  const first = value(alarms[0]!);
-  const values = new Array<string>(alarms.length);
-  let same = true;
-  for (let i = 0; i < alarms.length; i++) {
-    const v = (values[i] = i === 0 ? first : value(alarms[i]!));
-    if (same && v !== first) same = false;
-  }
-  return same ? `[${first}]` : `[${values.join(',')}]`;
+  return `[${columnValues(alarms, value).join(',')}]`;
 }
 
 const NO_QUOTAS: InsertQuotas = { ownerDid: '', maxActiveAlarms: 0, createRatePerMinute: 0 };
@@ -464,14 +462,15 @@ async function readInsert(
 ): Promise<{ alarm: Alarm; deduped: boolean }[]> {
   const n = alarms.length;
   const known = batch.statement === insertManyKnown;
-  // The ids written, each with its stored payload when it came back; null when all were written.
+  // The ids written, each with the payload text that came back ('' when only ids came back);
+  // null when every alarm was written and its stored payload is known.
   let inserted: Map<string, string> | null = null;
   if (!known || answer.inserted < n) {
     inserted = new Map();
     if (answer.written !== null) {
       for (const record of answer.written.split('\u001e')) {
         const cut = known ? record.length : record.indexOf('\u001f');
-        inserted.set(record.slice(0, cut), known ? '' : record.slice(cut + 1));
+        inserted.set(record.slice(0, cut), record.slice(cut + 1));
       }
     }
   }
@@ -481,8 +480,9 @@ async function readInsert(
   for (let i = 0; i < n; i++) {
     const id = batch.ids[i]!;
     const a = alarms[i]!;
-    const back = inserted === null ? '' : inserted.get(id);
-    const payload = back === undefined ? undefined : known ? a.storedPayload : back;
+    let payload: string | undefined;
+    if (inserted === null) payload = a.storedPayload;
+    else if (inserted.has(id)) payload = known ? a.storedPayload : inserted.get(id);
     if (payload !== undefined)
       results[i] = { alarm: written(a, id, payload, source, createdAt), deduped: false };
     else missing.push(i);
