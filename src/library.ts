@@ -24,7 +24,7 @@ import { silentLogger, type Logger } from './logger.js';
 import { HandlerReceiver, type TimerHandler } from './receivers/handler.js';
 import { LogReceiver } from './receivers/log.js';
 import { ChronosService, type Transaction } from './service.js';
-import { DEFAULT_QUEUE, type Alarm } from './types.js';
+import { DEFAULT_QUEUE, ROUTER_QUEUE, type Alarm } from './types.js';
 import { formErrors, type Form } from './wire/fields.js';
 import { SPEC_ALIASES, toSpec } from './wire/alarm-input.js';
 
@@ -91,6 +91,13 @@ export interface WorkOptions {
   leaseMs?: number;
   retryBaseMs?: number;
   retryMaxMs?: number;
+  /**
+   * Keep a wake row and an attempt row for every fire, as `chronos serve` does. Default false (true
+   * for the queue `router`): a fire is kept on its timer's row alone — `status`, `last_fired_at`,
+   * `failure_count`, `last_error` — which is what makes the drain fast. Turn it on to see this queue's fires in
+   * the dashboard's lateness chart and in `GET /v1/alarms/{id}/wakes`.
+   */
+  history?: boolean;
 }
 
 export interface Worker {
@@ -331,7 +338,12 @@ export async function createChronos(options: ChronosOptions): Promise<Chronos> {
       if (typeof queue !== 'string' || !QUEUE_NAME.test(queue)) {
         throw invalidInput('queue', SPEC_RULES.queue.expected, queue);
       }
-      const dispatcher = service.worker(queue, new HandlerReceiver(handler), {
+      const receiver = new HandlerReceiver(handler);
+      // The queue `router` is `chronos serve`'s, whose wake tracking reads the history.
+      const history = work.history ?? queue === ROUTER_QUEUE;
+      // Finished timers kept for no time: a fired one-shot is deleted as its fire is recorded.
+      const deleteFired = config.alarmRetentionMs === 0;
+      const dispatcher = service.worker(queue, history ? { receiver } : { receiver, history, deleteFired }, {
         leaseMs: work.leaseMs ?? config.leaseMs,
         batchSize: work.batchSize,
         concurrency: work.concurrency,

@@ -20,7 +20,7 @@ import { FireStatsService } from './core/fire-stats-service.js';
 import { SchedulesFileService } from './core/schedules-file-service.js';
 import { SchedulesFileWatcher } from './schedules-file/watcher.js';
 import { scheduleChangedBody } from './wire/schedules-file.js';
-import { Dispatcher, type DispatcherOptions } from './dispatch/dispatcher.js';
+import { Dispatcher, type DispatcherDelivery, type DispatcherSettings } from './dispatch/dispatcher.js';
 import { createLogger, type Logger } from './logger.js';
 import type { Metrics } from './metrics.js';
 import { LogReceiver } from './receivers/log.js';
@@ -167,12 +167,16 @@ export class ChronosService {
       // The heads-ups are owed by their rows; this only makes a running tracker send them now.
       onHeadsUps: () => this.tracker.poke(),
     });
-    this.dispatcher = this.worker(ROUTER_QUEUE, this.receiver, {
-      logger: logger.child({ loop: 'dispatcher' }),
-      metrics,
-      batchSize: config.batchSize,
-      concurrency: config.concurrency,
-    });
+    this.dispatcher = this.worker(
+      ROUTER_QUEUE,
+      { receiver: this.receiver },
+      {
+        logger: logger.child({ loop: 'dispatcher' }),
+        metrics,
+        batchSize: config.batchSize,
+        concurrency: config.concurrency,
+      },
+    );
     if (metrics) this.#collectAtScrape(metrics);
   }
 
@@ -262,17 +266,17 @@ export class ChronosService {
     return executorOf(tx, this.#db.schema, !(this.#db instanceof PgDb) || this.#db.named);
   }
 
-  /** A dispatcher of `queue`, handing each fire to `receiver`; started by its owner. */
+  /** A dispatcher of `queue`, handing each fire to `delivery.receiver`; started by its owner. */
   worker(
     queue: string,
-    receiver: Receiver,
-    options: Partial<Omit<DispatcherOptions, 'db' | 'queue' | 'receiver'>> = {},
+    delivery: DispatcherDelivery,
+    options: Partial<Omit<DispatcherSettings, 'db' | 'queue'>> = {},
   ): Dispatcher {
     const { config } = this;
     return new Dispatcher({
       db: this.#db,
       queue,
-      receiver,
+      ...delivery,
       clock: this.clock,
       logger: this.logger,
       leaseMs: config.leaseMs,

@@ -57,6 +57,29 @@ export interface Alarm {
   lastFiredAt: Date | null;
 }
 
+/**
+ * What a dispatch reads of a claimed alarm: enough to hand the fire to an in-process handler and
+ * to decide its outcome. A claim without history (a library worker's) reads only these columns.
+ */
+export type ClaimedAlarm = Pick<
+  Alarm,
+  | 'id'
+  | 'kind'
+  | 'cronExpr'
+  | 'timezone'
+  | 'nextFireAt'
+  | 'scheduledFor'
+  | 'payload'
+  | 'status'
+  | 'idempotencyKey'
+  | 'maxFailures'
+  | 'failureCount'
+  | 'lastError'
+  | 'trigger'
+  | 'heldOccurrence'
+  | 'traceparent'
+>;
+
 /** One row of `wakes`: a fire, written before anything is sent. */
 export interface Wake {
   id: string;

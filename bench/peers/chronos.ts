@@ -16,7 +16,13 @@
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type pg from 'pg';
-import { createChronos, type Chronos, type TimerSpec, type WorkOptions } from '../../src/index.js';
+import {
+  createChronos,
+  type Chronos,
+  type ChronosOptions,
+  type TimerSpec,
+  type WorkOptions,
+} from '../../src/index.js';
 import { PgDb, type Db } from '../../src/store/db.js';
 import type {
   FireHandler,
@@ -35,6 +41,14 @@ const TABLES = {
     text: `SELECT count(*)::int AS n FROM alarms WHERE status = 'active'`,
   },
   purge: 'TRUNCATE alarms, wakes, wake_attempts CASCADE',
+};
+
+const CREATE_OPTIONS: Record<SettingsName, Partial<ChronosOptions>> = {
+  // Finished timers kept 30 days, their keys taken meanwhile.
+  defaults: {},
+  // Finished timers kept for no time (docs/library.md, "What a fire writes"): a fired one-shot is
+  // deleted as its fire is recorded, as graphile-worker deletes a finished job.
+  fastest: { finishedTimerRetentionMs: 0 },
 };
 
 const WORK_OPTIONS: Record<SettingsName, WorkOptions> = {
@@ -68,7 +82,10 @@ export class ChronosPeer implements Peer {
     return {
       version: chronosVersion(),
       settings: this.settings,
-      options: { createChronos: { databaseUrl: '<fresh database>' }, work: WORK_OPTIONS[this.settings] },
+      options: {
+        createChronos: { databaseUrl: '<fresh database>', ...CREATE_OPTIONS[this.settings] },
+        work: WORK_OPTIONS[this.settings],
+      },
       calls: {
         scheduleMany: many,
         scheduleOne: 'chronos.schedule(tx, { key, at })',
@@ -99,7 +116,7 @@ export class ChronosPeer implements Peer {
   }
 
   async setup(): Promise<void> {
-    this.#chronos = await createChronos({ databaseUrl: this.#url });
+    this.#chronos = await createChronos({ databaseUrl: this.#url, ...CREATE_OPTIONS[this.settings] });
     await this.#chronos.migrate();
   }
 

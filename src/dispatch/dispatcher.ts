@@ -27,8 +27,10 @@ import {
   alarmsRelease,
   type Claim,
   type Outcome,
+  type RecordMode,
 } from '../store/claims.js';
 import type { Db } from '../store/db.js';
+import type { ClaimedAlarm } from '../types.js';
 import type { Delivery, Fire, Receiver } from '../receivers/receiver.js';
 import {
   contextOf,
@@ -42,11 +44,28 @@ import {
 import { decideOutcome } from './outcome.js';
 import type { RetryPolicy } from './retry-policy.js';
 
-export interface DispatcherOptions {
+/**
+ * Where fires go, and whether each fire's history is kept. With history (the default) a wake row
+ * is opened by the claim and an attempt row added per delivery, and the receiver is given the
+ * whole alarm: `chronos serve` needs both (its wake tracking, §7; the webhook body). Without
+ * (`history: false`, a library worker's), a fire is kept on the alarm's row alone and the
+ * receiver is given what a `ClaimedAlarm` holds.
+ */
+export type DispatcherDelivery =
+  | { receiver: Receiver; history?: true }
+  | {
+      receiver: Receiver<ClaimedAlarm>;
+      history: false;
+      /** A one-shot alarm delivered is deleted, not kept `fired` (finished alarms kept for no time). */
+      deleteFired?: boolean;
+    };
+
+export type DispatcherOptions = DispatcherSettings & DispatcherDelivery;
+
+export interface DispatcherSettings {
   db: Db;
   /** The queue whose alarms this dispatcher claims (contract §4a). */
   queue: string;
-  receiver: Receiver;
   clock?: Clock;
   logger?: Logger;
   metrics?: Metrics;
@@ -64,7 +83,7 @@ export interface DispatcherOptions {
 }
 
 interface InFlight {
-  claim: Claim;
+  claim: Claim<ClaimedAlarm>;
   /** Shared by the flight's batch. */
   abort: AbortController;
   released: boolean;
@@ -85,7 +104,8 @@ class DbTime {
 export class Dispatcher {
   readonly #db: Db;
   readonly #queue: string;
-  readonly #receiver: Receiver;
+  /** Given whole alarms when `#history` is on (the claim reads them), as its type asks. */
+  readonly #receiver: Receiver<ClaimedAlarm>;
   readonly #clock: Clock;
   readonly #logger: Logger;
   readonly #metrics: Metrics | undefined;
@@ -96,6 +116,7 @@ export class Dispatcher {
   readonly #deliveryTimeoutMs: number;
   readonly #retry: RetryPolicy;
   readonly #random: () => number;
+  readonly #recordMode: RecordMode;
 
   /** By lease token: the same alarm may be held twice when a lease lapsed under a slow handler. */
   readonly #inFlight = new Map<string, InFlight>();
@@ -110,7 +131,7 @@ export class Dispatcher {
   constructor(options: DispatcherOptions) {
     this.#db = options.db;
     this.#queue = options.queue;
-    this.#receiver = options.receiver;
+    this.#receiver = options.receiver as Receiver<ClaimedAlarm>;
     this.#clock = options.clock ?? systemClock;
     this.#logger = options.logger ?? silentLogger;
     this.#metrics = options.metrics;
@@ -121,6 +142,10 @@ export class Dispatcher {
     this.#deliveryTimeoutMs = options.deliveryTimeoutMs ?? this.#leaseMs;
     this.#retry = options.retry ?? { baseMs: 1_000, maxMs: 3_600_000 };
     this.#random = options.random ?? Math.random;
+    this.#recordMode =
+      options.history === false
+        ? { history: false, deleteFired: options.deleteFired ?? false }
+        : { history: true, deleteFired: false };
   }
 
   /** Deliveries under way now. */
@@ -235,16 +260,16 @@ export class Dispatcher {
     await this.#clock.sleep(ms, this.#wake.signal);
   }
 
-  async #claim(limit: number): Promise<Claim[]> {
+  async #claim(limit: number): Promise<Claim<ClaimedAlarm>[]> {
     if (limit <= 0) return [];
     const requestedAt = performance.now();
     const tracing = tracingOn();
     const span = tracing
       ? startSpan('chronos.claim', { 'chronos.queue': this.#queue, 'chronos.limit': limit })
       : null;
-    let claims: Claim[];
+    let claims: Claim<ClaimedAlarm>[];
     try {
-      claims = await alarmsClaimDue(this.#db, this.#queue, limit, this.#leaseMs);
+      claims = await alarmsClaimDue(this.#db, this.#queue, limit, this.#leaseMs, this.#recordMode.history);
       span?.setAttribute('chronos.claimed', claims.length);
     } finally {
       span?.end();
@@ -268,7 +293,13 @@ export class Dispatcher {
     return claims;
   }
 
-  #begin(claim: Claim, time: DbTime, abort: AbortController, settled: () => void, tracing: boolean): void {
+  #begin(
+    claim: Claim<ClaimedAlarm>,
+    time: DbTime,
+    abort: AbortController,
+    settled: () => void,
+    tracing: boolean,
+  ): void {
     const flight: InFlight = { claim, abort, released: false, done: Promise.resolve() };
     this.#inFlight.set(claim.leaseToken, flight);
     this.#metrics?.inFlight.set(this.#inFlight.size);
@@ -305,7 +336,7 @@ export class Dispatcher {
     if (claim.coalesced) {
       delivery = 'coalesced';
     } else {
-      const fire: Fire = {
+      const fire: Fire<ClaimedAlarm> = {
         alarm: claim.alarm,
         wakeId: claim.wakeId,
         attempt: claim.attempt,
@@ -385,7 +416,7 @@ export class Dispatcher {
           tracingOn(),
           'chronos.record',
           { 'chronos.outcomes': batch.length },
-          () => alarmsRecordOutcomes(this.#db, batch),
+          () => alarmsRecordOutcomes(this.#db, batch, this.#recordMode),
         );
         failingSince = null;
         for (const outcome of batch) {

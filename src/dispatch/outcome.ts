@@ -14,7 +14,7 @@
  */
 import { nextOccurrence } from '../schedule/next-occurrence.js';
 import type { Claim, Outcome } from '../store/claims.js';
-import type { Alarm } from '../types.js';
+import type { ClaimedAlarm } from '../types.js';
 import type { Delivery } from '../receivers/receiver.js';
 import { retryDelayMs, type RetryPolicy } from './retry-policy.js';
 
@@ -33,7 +33,7 @@ interface After {
 }
 
 export function decideOutcome(
-  claim: Claim,
+  claim: Claim<ClaimedAlarm>,
   delivery: Delivery | 'coalesced',
   times: OutcomeTimes,
   policy: RetryPolicy,
@@ -87,18 +87,18 @@ export function decideOutcome(
  * A cron alarm moves to its first occurrence after the outcome, with its failures reset — or,
  * after a manual fire, back to the scheduled occurrence the manual fire stepped in front of.
  */
-function advance(alarm: Alarm, times: OutcomeTimes): After {
+function advance(alarm: ClaimedAlarm, times: OutcomeTimes): After {
   const next = alarm.heldOccurrence ?? nextOccurrence(alarm, times.finishedAt);
   return { status: alarm.status, nextFireAt: next, scheduledFor: next, failureCount: 0 };
 }
 
-function stay(alarm: Alarm, status: Outcome['status'], failureCount: number): After {
+function stay(alarm: ClaimedAlarm, status: Outcome['status'], failureCount: number): After {
   return { status, nextFireAt: alarm.nextFireAt, scheduledFor: alarm.scheduledFor, failureCount };
 }
 
 // One literal of fixed shape: object spreads here cost microseconds per fire.
 function outcome(
-  claim: Claim,
+  claim: Claim<ClaimedAlarm>,
   times: OutcomeTimes,
   statusCode: number | null,
   result: Outcome['result'],

@@ -2,6 +2,7 @@
  * The in-process receiver: calls the library user's handler. A handler that throws (or rejects)
  * is a failed delivery, retried with backoff up to the alarm's ceiling.
  */
+import type { ClaimedAlarm } from '../types.js';
 import type { Delivery, Fire, Receiver } from './receiver.js';
 
 /** What a library handler receives (contract §9). */
@@ -23,12 +24,12 @@ export interface TimerFire {
 
 export type TimerHandler = (fire: TimerFire) => unknown;
 
-export class HandlerReceiver implements Receiver {
+export class HandlerReceiver implements Receiver<ClaimedAlarm> {
   readonly name = 'handler';
 
   constructor(private readonly handler: TimerHandler) {}
 
-  async deliver(fire: Fire, signal: AbortSignal): Promise<Delivery> {
+  async deliver(fire: Fire<ClaimedAlarm>, signal: AbortSignal): Promise<Delivery> {
     try {
       await this.handler({
         key: fire.alarm.idempotencyKey,

@@ -1,10 +1,11 @@
 /**
  * What a dispatcher hands a fire to: the router's webhook, an in-process handler, or the log.
  */
-import type { Alarm, Trigger } from '../types.js';
+import type { Alarm, ClaimedAlarm, Trigger } from '../types.js';
 
-export interface Fire {
-  alarm: Alarm;
+/** `A`: the whole alarm (what `chronos serve`'s claims read), or a library worker's `ClaimedAlarm`. */
+export interface Fire<A extends ClaimedAlarm = Alarm> {
+  alarm: A;
   /** Stable across retries of the same occurrence: the receiver's deduplication key (I3). */
   wakeId: string;
   /** 1 for the first attempt at this wake. */
@@ -37,10 +38,14 @@ export type Delivery =
       retryAfterMs?: number;
     };
 
-export interface Receiver {
+/** `A`: what of the alarm it reads; one that reads only a `ClaimedAlarm` can take any claim's fire. */
+export interface Receiver<A extends ClaimedAlarm = Alarm> {
   readonly name: string;
-  /** Must settle; `signal` aborts when the lease would otherwise be outlived. Never throws. */
-  deliver(fire: Fire, signal: AbortSignal): Promise<Delivery>;
+  /**
+   * Must settle; `signal` aborts when the lease would otherwise be outlived. Never throws. A
+   * property, not a method, so that TypeScript checks what of the alarm it needs.
+   */
+  deliver: (fire: Fire<A>, signal: AbortSignal) => Promise<Delivery>;
   /**
    * Optional: how long the dispatcher should wait before claiming more (the receiver's target is
    * known to be unreachable), 0 to claim now. Held wakes are not attempted, so an outage delays

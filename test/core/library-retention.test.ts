@@ -40,16 +40,20 @@ describeEachBackend('library: retention of finished timers', ({ t }) => {
     const elsewhere = await chronos.schedule(null, { key: 'elsewhere', inSeconds: 60, queue: 'other' });
     const live = await chronos.schedule(null, { key: 'live', inSeconds: 3_600 });
     for (const timer of [done, recent, elsewhere]) await backdate(t.db, timer.id, 61_000);
-    // The workers' own loops fire what is due; each is stopped once its handler has run.
+    // The workers' own loops fire what is due; each is stopped once its handler has run. They
+    // keep their fires' history (wake and attempt rows), which the pruning must take along.
     const firedBoth = gate();
-    const first = chronos.work((fire) => {
-      fired.push(fire.key);
-      if (fired.length === 2) firedBoth.open();
-    });
+    const first = chronos.work(
+      (fire) => {
+        fired.push(fire.key);
+        if (fired.length === 2) firedBoth.open();
+      },
+      { history: true },
+    );
     await firedBoth.promise;
     await first.stop();
     const firedOther = gate();
-    const other = chronos.work(() => firedOther.open(), { queue: 'other' });
+    const other = chronos.work(() => firedOther.open(), { queue: 'other', history: true });
     await firedOther.promise;
     await other.stop();
     expect(fired.sort()).toEqual(['old', 'recent']);
@@ -78,17 +82,20 @@ describeEachBackend('library: retention of finished timers', ({ t }) => {
     await chronos.close();
   });
 
-  it('finishedTimerRetentionMs: 0 prunes at the next pass; a bad value is refused by name', async () => {
+  it('finishedTimerRetentionMs: 0 deletes a fired one-shot as it is recorded and prunes the rest at the next pass; a bad value is refused by name', async () => {
     const chronos = await libraryOn(t, { finishedTimerRetentionMs: 0 });
     const brief = await chronos.schedule(null, { key: 'brief', inSeconds: 60 });
+    await chronos.schedule(null, { key: 'dropped', inSeconds: 60 });
     await backdate(t.db, brief.id, 61_000);
     const firedBrief = gate();
     const worker = chronos.work(() => firedBrief.open());
     await firedBrief.promise;
     await worker.stop();
-    expect((await chronos.get('brief'))?.status).toBe('fired');
-    await chronos.work(() => undefined).stop();
     expect(await chronos.get('brief')).toBeNull();
+    await chronos.cancel(null, 'dropped');
+    expect((await chronos.get('dropped'))?.status).toBe('cancelled');
+    await chronos.work(() => undefined).stop();
+    expect(await chronos.get('dropped')).toBeNull();
     await chronos.close();
 
     const refused = await createChronos({ dataDir: '/nonexistent', finishedTimerRetentionMs: -1 }).catch(

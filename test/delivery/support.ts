@@ -3,7 +3,7 @@
  * a dispatcher over both. Rows are moved in time, never waited for.
  */
 import { randomBytes } from 'node:crypto';
-import type { Dispatcher, DispatcherOptions } from '../../src/dispatch/dispatcher.js';
+import type { Dispatcher, DispatcherSettings } from '../../src/dispatch/dispatcher.js';
 import { WebhookReceiver, type WebhookReceiverOptions } from '../../src/receivers/webhook.js';
 import { sql, type Db, type Executor, type Row } from '../../src/store/db.js';
 import { makeDispatcher } from '../support/harness.js';
@@ -20,7 +20,10 @@ export interface Delivery {
 export function webhookDispatcher(
   db: Db,
   sink: Sink,
-  options: { receiver?: Partial<WebhookReceiverOptions>; dispatcher?: Partial<DispatcherOptions> } = {},
+  options: {
+    receiver?: Partial<WebhookReceiverOptions>;
+    dispatcher?: Partial<Omit<DispatcherSettings, 'db'>>;
+  } = {},
 ): Delivery {
   const receiver = new WebhookReceiver({
     url: sink.url(),

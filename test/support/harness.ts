@@ -5,7 +5,12 @@
  */
 import { AlarmService, type Quotas } from '../../src/core/alarm-service.js';
 import { systemClock, type Clock } from '../../src/clock.js';
-import { Dispatcher, type DispatcherOptions } from '../../src/dispatch/dispatcher.js';
+import {
+  Dispatcher,
+  type DispatcherDelivery,
+  type DispatcherSettings,
+} from '../../src/dispatch/dispatcher.js';
+import type { Alarm, ClaimedAlarm } from '../../src/types.js';
 import { parseOwner } from '../../src/core/owner.js';
 import type { Delivery, Fire, Receiver } from '../../src/receivers/receiver.js';
 import { DbClock } from '../../src/store/db-clock.js';
@@ -28,37 +33,59 @@ export function makeService(
   });
 }
 
-type Behaviour = (fire: Fire, signal: AbortSignal) => Delivery | Promise<Delivery>;
+type Behaviour<A extends ClaimedAlarm> = (fire: Fire<A>, signal: AbortSignal) => Delivery | Promise<Delivery>;
 
-/** Records every fire; answers `behave(fire)`, by default success. */
-export class RecordingReceiver implements Receiver {
+/**
+ * Records every fire; answers `behave(fire)`, by default success. `A`: what a fire holds of its
+ * alarm (`ClaimedAlarm` for a dispatcher without history).
+ */
+export class RecordingReceiver<A extends ClaimedAlarm = Alarm> implements Receiver<A> {
   readonly name = 'recording';
-  readonly fires: Fire[] = [];
-  behave: Behaviour = () => ({ ok: true });
+  readonly fires: Fire<A>[] = [];
+  behave: Behaviour<A> = () => ({ ok: true });
 
-  async deliver(fire: Fire, signal: AbortSignal): Promise<Delivery> {
+  deliver = async (fire: Fire<A>, signal: AbortSignal): Promise<Delivery> => {
     this.fires.push(fire);
     return this.behave(fire, signal);
-  }
+  };
 
-  firesOf(alarmId: string): Fire[] {
+  firesOf(alarmId: string): Fire<A>[] {
     return this.fires.filter((f) => f.alarm.id === alarmId);
   }
 }
 
+type TestDispatcherOptions = Partial<Omit<DispatcherSettings, 'db'>>;
+
+/** A dispatcher of the queue `router` with history (the service's), or without (a library worker's). */
 export function makeDispatcher(
   db: Db,
   receiver: Receiver,
-  options: Partial<DispatcherOptions> = {},
+  options?: TestDispatcherOptions & { history?: true },
+): Dispatcher;
+export function makeDispatcher(
+  db: Db,
+  receiver: Receiver<ClaimedAlarm>,
+  options: TestDispatcherOptions & { history: false; deleteFired?: boolean },
+): Dispatcher;
+export function makeDispatcher(
+  db: Db,
+  receiver: Receiver | Receiver<ClaimedAlarm>,
+  options: TestDispatcherOptions & { history?: boolean; deleteFired?: boolean } = {},
 ): Dispatcher {
+  const { history, deleteFired, ...settings } = options;
+  // The overloads pair the receiver with the history setting.
+  const delivery: DispatcherDelivery =
+    history === false
+      ? { receiver: receiver as Receiver<ClaimedAlarm>, history: false, deleteFired }
+      : { receiver: receiver as Receiver };
   return new Dispatcher({
     db,
     queue: 'router',
-    receiver,
     leaseMs: 30_000,
     retry: { baseMs: 1_000, maxMs: 60_000 },
     random: () => 0.5,
-    ...options,
+    ...settings,
+    ...delivery,
   });
 }
 
