@@ -118,8 +118,9 @@ export class Dispatcher {
   readonly #random: () => number;
   readonly #recordMode: RecordMode;
 
-  /** By lease token: the same alarm may be held twice when a lease lapsed under a slow handler. */
-  readonly #inFlight = new Map<string, InFlight>();
+  /** By claim: the same alarm may be held twice when a lease lapsed under a slow handler, and a
+   * lease token is shared by the alarms one claim took. */
+  readonly #inFlight = new Map<Claim<ClaimedAlarm>, InFlight>();
   #pending: Outcome[] = [];
   #recording: Promise<void> | null = null;
   #flushScheduled = false;
@@ -162,7 +163,7 @@ export class Dispatcher {
     const claims = await this.#claim(
       Math.max(0, Math.min(this.#batchSize, this.#concurrency - this.inFlight)),
     );
-    await Promise.all(claims.map((c) => this.#inFlight.get(c.leaseToken)?.done));
+    await Promise.all(claims.map((c) => this.#inFlight.get(c)?.done));
     await this.#flushAll();
     return claims.length;
   }
@@ -301,11 +302,11 @@ export class Dispatcher {
     tracing: boolean,
   ): void {
     const flight: InFlight = { claim, abort, released: false, done: Promise.resolve() };
-    this.#inFlight.set(claim.leaseToken, flight);
+    this.#inFlight.set(claim, flight);
     this.#metrics?.inFlight.set(this.#inFlight.size);
     flight.done = this.#deliver(flight, time, tracing).finally(() => {
       settled();
-      this.#inFlight.delete(claim.leaseToken);
+      this.#inFlight.delete(claim);
       this.#metrics?.inFlight.set(this.#inFlight.size);
       if (this.#inFlight.size === this.#concurrency - 1) this.#poke();
     });

@@ -2,8 +2,8 @@
  * The dispatch path: claim due alarms, record what their delivery did, release what was not
  * delivered. Every statement here handles a whole batch.
  *
- * A claim is a lease, not a lock held open: the row is marked (`claimed_at`, a fresh
- * `lease_token`) and the transaction ends at once. Another worker may take the row only after
+ * A claim is a lease, not a lock held open: the row is marked (`claimed_at`, a `lease_token`
+ * fresh for each claim, shared by the rows it takes) and the transaction ends at once. Another worker may take the row only after
  * the lease lapses; an outcome is recorded only under the token it was claimed with (fencing),
  * so a worker whose lease lapsed cannot write over a newer claim.
  */
@@ -35,7 +35,7 @@ const ALARM_COLUMNS = alarmColumns('c');
  */
 /** The claim's UPDATE; `wakeId` is the id a new occurrence's wake is given. */
 const claimUpdate = (wakeId: string, extra = '') => `UPDATE chronos.alarms a
-     SET claimed_at = now(), lease_token = gen_random_uuid(), wake_id = coalesce(a.wake_id, ${wakeId}),
+     SET claimed_at = now(), lease_token = (SELECT gen_random_uuid()), wake_id = coalesce(a.wake_id, ${wakeId}),
        fire_attempts = CASE WHEN a.wake_id IS NULL THEN 1 ELSE a.fire_attempts + 1 END
      WHERE a.id = ANY(ARRAY(
        SELECT id FROM chronos.alarms
@@ -109,9 +109,10 @@ const claim = sql(
  * and its last change, which a lost claim leaves as they were and every new occurrence changes:
  * the fire after a lost claim carries the same `wakeId` as the one before it.
  */
-const ms = (column: string) => `floor(extract(epoch FROM ${column}) * 1000)::float8`;
-const STABLE_WAKE_ID = `md5(a.id::text || '/' || extract(epoch FROM a.scheduled_for)::text || '/'
-       || extract(epoch FROM a.updated_at)::text)::uuid`;
+// Exact: date_part's float8 seconds rounded to whole microseconds (float8 holds them exactly),
+// then truncated to milliseconds; about a microsecond less a column than extract's numeric.
+const ms = (column: string) => `floor(round(date_part('epoch', ${column}) * 1000000) / 1000)`;
+const STABLE_WAKE_ID = `md5(uuid_send(a.id) || timestamptz_send(a.scheduled_for) || timestamptz_send(a.updated_at))::uuid`;
 const claimUntracked = sql(
   'alarms_claim_due_untracked',
   `WITH no_flush AS MATERIALIZED (SELECT set_config('synchronous_commit', 'off', true) AS setting)
