@@ -20,6 +20,7 @@ import type { BatchItem } from './core/alarm-service.js';
 import { LIBRARY_OWNER, OWNER_EXPECTED, parseOwner, type Owner } from './core/owner.js';
 import { isStorable } from './core/text.js';
 import { ChronosError, invalidFields, invalidInput, renameFieldErrors, type FieldError } from './errors.js';
+import { CLAIM_MODES, type ClaimMode, type DispatcherDelivery } from './dispatch/dispatcher.js';
 import { silentLogger, type Logger } from './logger.js';
 import { HandlerReceiver, type TimerHandler } from './receivers/handler.js';
 import { LogReceiver } from './receivers/log.js';
@@ -98,6 +99,17 @@ export interface WorkOptions {
    * the dashboard's lateness chart and in `GET /v1/alarms/{id}/wakes`.
    */
   history?: boolean;
+  /**
+   * How a worker holds the timers it claimed while their handlers run. `lease` (the default): it
+   * marks them claimed for `leaseMs` and lets go of the database; outcomes are written as
+   * handlers finish. `transaction` (PostgreSQL, without history): it locks a batch in a
+   * transaction that stays open while the batch's handlers run, writes their outcomes in it and
+   * commits — half the database work a fire, for quick handlers. A handler must then not change
+   * its own timer through another connection (it would wait on the lock until the delivery times
+   * out), and each batch holds a pooled connection while it runs. On the embedded store, whose one
+   * connection a batch would hold, the worker leases.
+   */
+  claim?: ClaimMode;
 }
 
 export interface Worker {
@@ -343,7 +355,13 @@ export async function createChronos(options: ChronosOptions): Promise<Chronos> {
       const history = work.history ?? queue === ROUTER_QUEUE;
       // Finished timers kept for no time: a fired one-shot is deleted as its fire is recorded.
       const deleteFired = config.alarmRetentionMs === 0;
-      const dispatcher = service.worker(queue, history ? { receiver } : { receiver, history, deleteFired }, {
+      const claim = work.claim ?? 'lease';
+      if (!CLAIM_MODES.includes(claim)) throw invalidInput('claim', '"lease" or "transaction"', claim);
+      if (claim === 'transaction' && history) {
+        throw invalidInput('claim', '"lease" when history is kept (a held claim writes no history)', claim);
+      }
+      const delivery: DispatcherDelivery = history ? { receiver } : { receiver, history, deleteFired, claim };
+      const dispatcher = service.worker(queue, delivery, {
         leaseMs: work.leaseMs ?? config.leaseMs,
         batchSize: work.batchSize,
         concurrency: work.concurrency,

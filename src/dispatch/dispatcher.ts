@@ -22,6 +22,7 @@ import type { Metrics } from '../metrics.js';
 import { dueChannel } from '../store/alarms.js';
 import {
   alarmsClaimDue,
+  alarmsClaimHeld,
   alarmsNextDueMs,
   alarmsRecordOutcomes,
   alarmsRelease,
@@ -58,7 +59,18 @@ export type DispatcherDelivery =
       history: false;
       /** A one-shot alarm delivered is deleted, not kept `fired` (finished alarms kept for no time). */
       deleteFired?: boolean;
+      /**
+       * `lease` (the default): a claim leases its rows and ends; outcomes are recorded as they come.
+       * `transaction`: a claim locks its rows in a transaction that stays open while their
+       * deliveries run, records their outcomes in it and commits (PostgreSQL only: the embedded
+       * store has one connection, which a batch would hold; there it leases).
+       */
+      claim?: ClaimMode;
     };
+
+/** How a claim holds its rows (see `DispatcherDelivery`). */
+export type ClaimMode = 'lease' | 'transaction';
+export const CLAIM_MODES: readonly ClaimMode[] = ['lease', 'transaction'];
 
 export type DispatcherOptions = DispatcherSettings & DispatcherDelivery;
 
@@ -84,6 +96,12 @@ export interface DispatcherSettings {
 
 interface InFlight {
   claim: Claim<ClaimedAlarm>;
+  /**
+   * Claimed under a transaction's lock, not a lease (nothing to give back): settles with a timed-out
+   * delivery when the batch's deadline passes, so that a receiver ignoring it cannot keep the
+   * batch's transaction open. Null for a leased claim.
+   */
+  deadline: Promise<Delivery> | null;
   /** Shared by the flight's batch. */
   abort: AbortController;
   released: boolean;
@@ -117,6 +135,10 @@ export class Dispatcher {
   readonly #retry: RetryPolicy;
   readonly #random: () => number;
   readonly #recordMode: RecordMode;
+  /** Claims lock their rows in a transaction held while they are delivered (`claim: 'transaction'`). */
+  readonly #held: boolean;
+  /** The open transactions of held claims, each settled once committed or rolled back. */
+  readonly #batches = new Set<Promise<void>>();
 
   /** By claim: the same alarm may be held twice when a lease lapsed under a slow handler, and a
    * lease token is shared by the alarms one claim took. */
@@ -143,9 +165,11 @@ export class Dispatcher {
     this.#deliveryTimeoutMs = options.deliveryTimeoutMs ?? this.#leaseMs;
     this.#retry = options.retry ?? { baseMs: 1_000, maxMs: 3_600_000 };
     this.#random = options.random ?? Math.random;
+    this.#held =
+      options.history === false && options.claim === 'transaction' && options.db.kind === 'postgres';
     this.#recordMode =
       options.history === false
-        ? { history: false, deleteFired: options.deleteFired ?? false }
+        ? { history: false, deleteFired: options.deleteFired ?? false, held: this.#held }
         : { history: true, deleteFired: false };
   }
 
@@ -203,10 +227,12 @@ export class Dispatcher {
       f.abort.abort();
     }
     await this.#flushAll();
-    if (left.length > 0) {
+    // A held claim's rows are given back by its transaction, which commits without them.
+    const leased = left.filter((f) => !f.deadline);
+    if (leased.length > 0) {
       await alarmsRelease(
         this.#db,
-        left.map((f) => ({ alarmId: f.claim.alarm.id, leaseToken: f.claim.leaseToken })),
+        leased.map((f) => ({ alarmId: f.claim.alarm.id, leaseToken: f.claim.leaseToken })),
       ).catch((error) =>
         this.#logger.warn({ err: error }, 'could not release leases; they lapse by themselves'),
       );
@@ -219,6 +245,7 @@ export class Dispatcher {
 
   async #run(): Promise<void> {
     let errorDelayMs = 100;
+    let emptyClaims = 0;
     while (!this.#stopping) {
       // Re-arm before looking, not before sleeping: a poke that lands while the claim or the
       // next-due probe runs (a NOTIFY for a row they may not have seen) must cut the sleep short.
@@ -234,8 +261,15 @@ export class Dispatcher {
         if (free > 0) {
           const claims = await this.#claim(free);
           if (claims.length === free) continue;
+          emptyClaims = claims.length === 0 ? emptyClaims + 1 : 0;
         }
-        const waitMs = free > 0 ? await this.#untilNextDue() : this.#pollIntervalMs;
+        let waitMs = free > 0 ? await this.#untilNextDue() : this.#pollIntervalMs;
+        // Due, yet nothing to claim: rows held by an open transaction (a batch of this worker's,
+        // which pokes the loop when it commits, or another worker's) still look unclaimed. Back
+        // off, doubling, rather than asking every 2 ms while they are held.
+        if (this.#held && emptyClaims > 0 && waitMs <= 2) {
+          waitMs = Math.min(this.#pollIntervalMs, 2 ** emptyClaims);
+        }
         if (this.#stopping) break;
         await this.#sleep(waitMs);
         errorDelayMs = 100;
@@ -263,21 +297,84 @@ export class Dispatcher {
 
   async #claim(limit: number): Promise<Claim<ClaimedAlarm>[]> {
     if (limit <= 0) return [];
+    if (this.#held) return this.#claimHeld(limit);
     const requestedAt = performance.now();
-    const tracing = tracingOn();
-    const span = tracing
+    const claims = await this.#timed(limit, () =>
+      alarmsClaimDue(this.#db, this.#queue, limit, this.#leaseMs, this.#recordMode.history),
+    );
+    this.#deliverAll(claims, requestedAt, (outcome) => {
+      this.#pending.push(outcome);
+      this.#scheduleFlush();
+    });
+    return claims;
+  }
+
+  /**
+   * A claim held by its transaction: the rows are locked, delivered, their outcomes recorded in the
+   * same transaction, and the commit lets them go. Resolves with the claims as soon as they are
+   * taken; the transaction goes on in `#batches`. Should it fail after the claim (the connection
+   * lost, the recording refused), it rolls back and the rows, unchanged, are due again at once.
+   */
+  #claimHeld(limit: number): Promise<Claim<ClaimedAlarm>[]> {
+    return new Promise((resolve, reject) => {
+      let claimed = false;
+      const batch = this.#db.transaction(async (tx) => {
+        const requestedAt = performance.now();
+        const claims = await this.#timed(limit, () => alarmsClaimHeld(tx, this.#queue, limit, this.#leaseMs));
+        claimed = true;
+        const outcomes: Outcome[] = [];
+        const flights = this.#deliverAll(claims, requestedAt, (outcome) => outcomes.push(outcome));
+        resolve(claims);
+        await Promise.all(flights.map((f) => f.done));
+        if (outcomes.length === 0) return;
+        this.#counted(outcomes, await alarmsRecordOutcomes(tx, outcomes, this.#recordMode));
+      });
+      const settled: Promise<void> = batch
+        .then(
+          () => {},
+          (error: unknown) => {
+            if (!claimed) return reject(error);
+            this.#metrics?.loopErrors.inc({ loop: 'recorder' });
+            this.#logger.error(
+              { err: error },
+              'dispatcher: a held batch could not be recorded; it was rolled back and its timers fire again',
+            );
+          },
+        )
+        .finally(() => {
+          this.#batches.delete(settled);
+          this.#poke();
+        });
+      this.#batches.add(settled);
+    });
+  }
+
+  /** Runs one claim statement in a span (when tracing), and counts it. */
+  async #timed(limit: number, claim: () => Promise<Claim<ClaimedAlarm>[]>): Promise<Claim<ClaimedAlarm>[]> {
+    const requestedAt = performance.now();
+    const span = tracingOn()
       ? startSpan('chronos.claim', { 'chronos.queue': this.#queue, 'chronos.limit': limit })
       : null;
     let claims: Claim<ClaimedAlarm>[];
     try {
-      claims = await alarmsClaimDue(this.#db, this.#queue, limit, this.#leaseMs, this.#recordMode.history);
+      claims = await claim();
       span?.setAttribute('chronos.claimed', claims.length);
     } finally {
       span?.end();
     }
     this.#metrics?.claimSeconds.observe((performance.now() - requestedAt) / 1000);
-    if (claims.length === 0) return claims;
-    this.#metrics?.claims.inc(claims.length);
+    if (claims.length > 0) this.#metrics?.claims.inc(claims.length);
+    return claims;
+  }
+
+  /** Starts delivering a batch just claimed; each outcome goes to `onOutcome` as it is decided. */
+  #deliverAll(
+    claims: Claim<ClaimedAlarm>[],
+    requestedAt: number,
+    onOutcome: (outcome: Outcome) => void,
+  ): InFlight[] {
+    if (claims.length === 0) return [];
+    const tracing = tracingOn();
     const time = new DbTime(claims[0]!.dbNow.getTime(), requestedAt);
     // The batch's deliveries start together, so they share one deadline and one abort signal
     // (an AbortController per delivery costs microseconds a fire). Abort well before the lease
@@ -290,29 +387,36 @@ export class Dispatcher {
     const settled = () => {
       if (--left === 0) clearTimeout(timer);
     };
-    for (const claim of claims) this.#begin(claim, time, abort, settled, tracing);
-    return claims;
+    const deadline = this.#held ? timedOut(abort.signal) : null;
+    return claims.map((claim) => this.#begin(claim, time, { abort, deadline }, settled, tracing, onOutcome));
   }
 
   #begin(
     claim: Claim<ClaimedAlarm>,
     time: DbTime,
-    abort: AbortController,
+    batch: Pick<InFlight, 'abort' | 'deadline'>,
     settled: () => void,
     tracing: boolean,
-  ): void {
-    const flight: InFlight = { claim, abort, released: false, done: Promise.resolve() };
+    onOutcome: (outcome: Outcome) => void,
+  ): InFlight {
+    const flight: InFlight = { claim, ...batch, released: false, done: Promise.resolve() };
     this.#inFlight.set(claim, flight);
     this.#metrics?.inFlight.set(this.#inFlight.size);
-    flight.done = this.#deliver(flight, time, tracing).finally(() => {
-      settled();
-      this.#inFlight.delete(claim);
-      this.#metrics?.inFlight.set(this.#inFlight.size);
-      if (this.#inFlight.size === this.#concurrency - 1) this.#poke();
-    });
+    flight.done = this.#deliver(flight, time, tracing)
+      .then((outcome) => {
+        if (outcome) onOutcome(outcome);
+      })
+      .finally(() => {
+        settled();
+        this.#inFlight.delete(claim);
+        this.#metrics?.inFlight.set(this.#inFlight.size);
+        if (this.#inFlight.size === this.#concurrency - 1) this.#poke();
+      });
+    return flight;
   }
 
-  async #deliver(flight: InFlight, time: DbTime, tracing: boolean): Promise<void> {
+  /** Delivers one claim; its outcome, or null when it was released meanwhile (stop). */
+  async #deliver(flight: InFlight, time: DbTime, tracing: boolean): Promise<Outcome | null> {
     const { claim } = flight;
     const startedPerf = performance.now();
     const startedAt = time.at(startedPerf);
@@ -349,7 +453,10 @@ export class Dispatcher {
         latenessMs,
       };
       try {
-        delivery = await this.#receiver.deliver(fire, flight.abort.signal);
+        const delivering = this.#receiver.deliver(fire, flight.abort.signal);
+        // A held claim's rows stay locked until its batch commits: a receiver that ignores the
+        // abort must not hold them past the deadline.
+        delivery = await (flight.deadline ? Promise.race([delivering, flight.deadline]) : delivering);
       } catch (error) {
         delivery = { ok: false, retryable: true, error: `receiver error: ${(error as Error).message}` };
       }
@@ -364,7 +471,7 @@ export class Dispatcher {
         span.end();
       }
     }
-    if (flight.released) return;
+    if (flight.released) return null;
     const finishedAt = time.at(performance.now());
     const outcome = decideOutcome(
       claim,
@@ -376,8 +483,7 @@ export class Dispatcher {
     if (outcome.result === 'delivered' || outcome.result === 'coalesced') {
       this.#metrics?.lateness.observe(latenessMs / 1000);
     }
-    this.#pending.push(outcome);
-    this.#scheduleFlush();
+    return outcome;
   }
 
   /** Flushes on the next turn of the event loop, so outcomes finishing together share a statement. */
@@ -403,7 +509,23 @@ export class Dispatcher {
 
   /** Resolves once nothing waits to be recorded and no recording is under way. */
   async #flushAll(): Promise<void> {
-    while (this.#pending.length > 0 || this.#recording) await this.#flush();
+    while (this.#pending.length > 0 || this.#recording || this.#batches.size > 0) {
+      await Promise.all([this.#flush(), ...this.#batches]);
+    }
+  }
+
+  /** Counts recorded outcomes; those not updated were fenced out. */
+  #counted(outcomes: readonly Outcome[], updated: Set<string>): void {
+    for (const outcome of outcomes) {
+      const fenced = !updated.has(outcome.alarmId);
+      this.#metrics?.deliveries.inc({ outcome: fenced ? 'fenced' : outcome.result });
+      if (fenced) {
+        this.#logger.info(
+          { alarmId: outcome.alarmId, wakeId: outcome.wakeId },
+          'outcome not recorded: the alarm was cancelled, rescheduled or reclaimed meanwhile',
+        );
+      }
+    }
   }
 
   async #record(): Promise<void> {
@@ -420,16 +542,7 @@ export class Dispatcher {
           () => alarmsRecordOutcomes(this.#db, batch, this.#recordMode),
         );
         failingSince = null;
-        for (const outcome of batch) {
-          const fenced = !updated.has(outcome.alarmId);
-          this.#metrics?.deliveries.inc({ outcome: fenced ? 'fenced' : outcome.result });
-          if (fenced) {
-            this.#logger.info(
-              { alarmId: outcome.alarmId, wakeId: outcome.wakeId },
-              'outcome not recorded: the alarm was cancelled, rescheduled or reclaimed meanwhile',
-            );
-          }
-        }
+        this.#counted(batch, updated);
       } catch (error) {
         this.#metrics?.loopErrors.inc({ loop: 'recorder' });
         failingSince ??= performance.now();
@@ -446,6 +559,19 @@ export class Dispatcher {
       }
     }
   }
+}
+
+/** Settles with a retryable failure once `signal` aborts (one listener for a whole batch). */
+function timedOut(signal: AbortSignal): Promise<Delivery> {
+  return new Promise((resolve) =>
+    signal.addEventListener(
+      'abort',
+      () => resolve({ ok: false, retryable: true, error: 'delivery timed out' }),
+      {
+        once: true,
+      },
+    ),
+  );
 }
 
 /** `fn` in a span when tracing is on; as it is otherwise (no span objects on the hot path). */

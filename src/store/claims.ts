@@ -124,6 +124,33 @@ const claimUntracked = sql(
      ${ms('now()')} AS db_now_ms`,
 );
 
+/**
+ * The claim of a worker that holds its rows in an open transaction instead of leasing them
+ * (`claim: 'transaction'`, a library worker without history on PostgreSQL): the due rows are
+ * locked (`FOR UPDATE SKIP LOCKED`), not written, and the caller's transaction stays open while
+ * their handlers run; the outcomes are recorded in it, and the commit releases the locks. A worker
+ * that dies rolls back: its rows were never changed and are due again at once. Nothing is written
+ * per fire but the outcome, about half of PostgreSQL's CPU a fire (bench/README.md, "Drain").
+ *
+ * Lease workers of the same queue skip these locked rows, and these skip rows under a live lease
+ * (`claimed_at`), taking those whose lease lapsed. The wake id and attempt are worked out as the
+ * lease claim writes them: the stored ones when an occurrence is being retried, else the stable id.
+ */
+const claimHeld = sql(
+  'alarms_claim_due_held',
+  `SELECT a.id::text AS id, a.idempotency_key, a.payload::text AS payload, a.kind, a.cron_expr, a.timezone,
+     ${ms('a.next_fire_at')} AS next_fire_ms, ${ms('a.scheduled_for')} AS scheduled_ms, a.status,
+     a.failure_count, a.max_failures, a.last_error, a.trigger, ${ms('a.held_occurrence')} AS held_ms,
+     a.traceparent, '' AS lease_token, coalesce(a.wake_id, ${STABLE_WAKE_ID})::text AS wake_id,
+     CASE WHEN a.wake_id IS NULL THEN 1 ELSE a.fire_attempts + 1 END AS attempts, ${ms('now()')} AS db_now_ms
+   FROM chronos.alarms a
+   WHERE (a.status = 'active' OR a.trigger = 'manual') AND a.queue = $3 AND a.next_fire_at <= now()
+     AND (a.claimed_at IS NULL OR a.claimed_at <= now() - $2::int * interval '1 millisecond')
+   ORDER BY a.next_fire_at
+   LIMIT $1
+   FOR UPDATE SKIP LOCKED`,
+);
+
 interface UntrackedClaimRow {
   id: string;
   idempotency_key: string;
@@ -240,6 +267,21 @@ export async function alarmsClaimDue(
   }));
 }
 
+/**
+ * Locks up to `limit` due alarms of `queue` in the transaction `tx` (see `claimHeld`): the rows are
+ * the caller's until that transaction ends, and their outcomes go through `alarmsRecordOutcomes`
+ * with `held` in the same transaction. A claim's `leaseToken` is empty: there is no lease.
+ */
+export async function alarmsClaimHeld(
+  tx: Executor,
+  queue: string,
+  limit: number,
+  leaseMs: number,
+): Promise<Claim<ClaimedAlarm>[]> {
+  const rows = await tx.query<UntrackedClaimRow>(claimHeld, [limit, Math.round(leaseMs), queue]);
+  return rows.map(untrackedClaim);
+}
+
 /** What became of one claimed delivery, with the alarm's new state computed by the dispatcher. */
 export interface Outcome {
   alarmId: string;
@@ -275,8 +317,10 @@ export interface Outcome {
  * The wake records a delivery even when fenced — it happened — but gives up on its occurrence
  * only when the alarm update went through. Every attempt is added to the wake's history.
  */
-// What an outcome does to its alarm (from the rows `o`), under the lease token it was claimed with.
-const RECORD_ON_ALARM = `UPDATE chronos.alarms a SET
+// What an outcome does to its alarm (from the rows `o`): under the lease token it was claimed
+// with, or (`held`) by id alone, the row locked by the recording's own transaction since its claim,
+// which wrote nothing: a retry then keeps the occurrence's wake id and attempts from the outcome.
+const recordOnAlarm = (held: boolean) => `UPDATE chronos.alarms a SET
        -- Only a one-shot's last outcome changes its status: a cron alarm, or one waiting to retry,
        -- stays as it is now (active, or paused meanwhile).
        status = CASE WHEN a.kind = 'cron' OR o.result = 'retry' THEN a.status ELSE o.status END,
@@ -284,11 +328,16 @@ const RECORD_ON_ALARM = `UPDATE chronos.alarms a SET
        failure_count = o.failure_count, last_error = o.last_error,
        last_fired_at = coalesce(o.last_fired_at, a.last_fired_at),
        claimed_at = NULL, lease_token = NULL,
-       wake_id = CASE WHEN o.result = 'retry' THEN a.wake_id END,
+       wake_id = CASE WHEN o.result = 'retry' THEN ${held ? 'o.wake_id' : 'a.wake_id'} END,${
+         held
+           ? "\n       fire_attempts = CASE WHEN o.result = 'retry' THEN o.attempt ELSE a.fire_attempts END,"
+           : ''
+       }
        trigger = CASE WHEN o.result = 'retry' THEN a.trigger ELSE 'schedule' END,
        held_occurrence = CASE WHEN o.result = 'retry' THEN a.held_occurrence END,
        updated_at = now()
-     FROM o WHERE a.id = o.alarm_id AND a.lease_token = o.lease_token`;
+     FROM o WHERE a.id = o.alarm_id${held ? '' : ' AND a.lease_token = o.lease_token'}`;
+const RECORD_ON_ALARM = recordOnAlarm(false);
 
 const record = sql(
   'alarms_record_outcomes',
@@ -331,35 +380,46 @@ const record = sql(
    SELECT id::text AS id FROM updated`,
 );
 
-/** The same with no wake history: the alarm's row alone (a claim made with `history: false`). */
-const recordUntracked = sql(
-  'alarms_record_outcomes_untracked',
-  `WITH o AS (
-     SELECT u.alarm_id, u.lease_token, u.result, u.status,
+/**
+ * The same with no wake history: the alarm's row alone (a claim made with `history: false`). Its
+ * second array is the lease tokens, or (`held`) the wake ids, with the attempts as an eleventh.
+ */
+const untrackedRecord = (name: string, held: boolean) =>
+  sql(
+    name,
+    `WITH o AS (
+     SELECT u.alarm_id, u.${held ? 'wake_id' : 'lease_token'}, u.result, u.status,
        timestamptz 'epoch' + u.next_fire_ms * interval '1 millisecond' AS next_fire_at,
        timestamptz 'epoch' + u.scheduled_ms * interval '1 millisecond' AS scheduled_for,
        u.failure_count, u.last_error,
-       timestamptz 'epoch' + u.last_fired_ms * interval '1 millisecond' AS last_fired_at
+       timestamptz 'epoch' + u.last_fired_ms * interval '1 millisecond' AS last_fired_at${held ? ', u.attempt' : ''}
      FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::int8[], $6::int8[], $7::int[], $8::text[],
-       $9::int8[])
-     AS u(alarm_id, lease_token, result, status, next_fire_ms, scheduled_ms, failure_count, last_error,
-          last_fired_ms)
+       $9::int8[]${held ? ', $10::int[]' : ''})
+     AS u(alarm_id, ${held ? 'wake_id' : 'lease_token'}, result, status, next_fire_ms, scheduled_ms, failure_count,
+          last_error, last_fired_ms${held ? ', attempt' : ''})
    )
-   ${RECORD_ON_ALARM}
+   ${recordOnAlarm(held)}
    RETURNING a.id::text AS id`,
-);
+  );
+const recordUntracked = untrackedRecord('alarms_record_outcomes_untracked', false);
+const recordHeld = untrackedRecord('alarms_record_outcomes_held', true);
 
 /**
  * A one-shot alarm's delivered outcome, when finished alarms are kept for no time at all
- * (`deleteFired`, a library worker without history): the alarm is deleted, under its lease token.
- * A delete writes no index entry, where marking the row `fired` writes four (bench/README.md,
- * "Drain"): about a quarter of the PostgreSQL CPU of an outcome.
+ * (`deleteFired`, a library worker without history): the alarm is deleted, under its lease token
+ * (by id alone when its row is held by the recording's transaction). A delete writes no index
+ * entry, where marking the row `fired` writes four (bench/README.md, "Drain"): about a quarter of
+ * the PostgreSQL CPU of an outcome.
  */
 const deleteFired = sql(
   'alarms_delete_fired',
   `DELETE FROM chronos.alarms a USING unnest($1::uuid[], $2::uuid[]) AS o(alarm_id, lease_token)
    WHERE a.id = o.alarm_id AND a.lease_token = o.lease_token
    RETURNING a.id::text AS id`,
+);
+const deleteFiredHeld = sql(
+  'alarms_delete_fired_held',
+  `DELETE FROM chronos.alarms a WHERE a.id = ANY($1::uuid[]) RETURNING a.id::text AS id`,
 );
 
 /** How outcomes are recorded: as the claim was made, and what becomes of a fired one-shot. */
@@ -368,6 +428,11 @@ export interface RecordMode {
   history: boolean;
   /** Without history only: a one-shot alarm delivered is deleted rather than kept `fired`. */
   deleteFired: boolean;
+  /**
+   * Without history only: the rows were claimed by `alarmsClaimHeld` and are locked by the
+   * transaction `ex` is, so they are written by id, with no lease to match.
+   */
+  held?: boolean;
 }
 
 const WITH_HISTORY: RecordMode = { history: true, deleteFired: false };
@@ -384,9 +449,12 @@ export async function alarmsRecordOutcomes(
     if (fired.length > 0) {
       const rest = outcomes.filter((o) => !(o.result === 'delivered' && o.status === 'fired'));
       const bare = (f: (o: Outcome) => string) => arrayLiteral(fired.map(f), String);
+      const held = mode.held ?? false;
       const [gone, updated] = await Promise.all([
-        ex.query<{ id: string }>(deleteFired, [bare((o) => o.alarmId), bare((o) => o.leaseToken)]),
-        alarmsRecordOutcomes(ex, rest, { history: false, deleteFired: false }),
+        held
+          ? ex.query<{ id: string }>(deleteFiredHeld, [bare((o) => o.alarmId)])
+          : ex.query<{ id: string }>(deleteFired, [bare((o) => o.alarmId), bare((o) => o.leaseToken)]),
+        alarmsRecordOutcomes(ex, rest, { history: false, deleteFired: false, held }),
       ]);
       for (const row of gone) updated.add(row.id);
       return updated;
@@ -428,7 +496,14 @@ export async function alarmsRecordOutcomes(
         bare((o) => Math.max(0, Math.round(o.latenessMs))),
         bare((o) => o.statusCode),
       ])
-    : await ex.query<{ id: string }>(recordUntracked, onAlarm);
+    : mode.held
+      ? await ex.query<{ id: string }>(recordHeld, [
+          alarmIds,
+          bare((o) => o.wakeId),
+          ...onAlarm.slice(2),
+          bare((o) => o.attempt),
+        ])
+      : await ex.query<{ id: string }>(recordUntracked, onAlarm);
   return new Set(rows.map((r) => r.id));
 }
 

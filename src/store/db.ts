@@ -342,6 +342,19 @@ export class PgDb implements Db {
 
   async transaction<T>(fn: (tx: Executor) => Promise<T>): Promise<T> {
     const client = await mapped(this.pool.connect());
+    // A connection lost while the transaction waits between statements (a held claim's handlers
+    // running) is reported as an 'error' event, which would otherwise end the process: its next
+    // statement fails instead, and the transaction is rolled back as for any other failure.
+    const ignore = () => {};
+    client.on('error', ignore);
+    try {
+      return await this.#inTransaction(client, fn);
+    } finally {
+      client.off('error', ignore);
+    }
+  }
+
+  async #inTransaction<T>(client: pg.PoolClient, fn: (tx: Executor) => Promise<T>): Promise<T> {
     try {
       await client.query('BEGIN');
       const result = await fn(pgExecutor(client, this.schema, this.named));

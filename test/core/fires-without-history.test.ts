@@ -14,6 +14,7 @@ import {
   alarmRow,
   backdate,
   dueNow,
+  expectRetriesToTheCeiling,
   gate,
   lapseLease,
   makeDispatcher,
@@ -59,34 +60,7 @@ describeEachBackend('library fires without history', ({ t }) => {
 
   it('retries count up to the ceiling with one wake id and attempts 1, 2, 3; then the timer fails', async () => {
     const timer = await dueTimer('flaky', { inSeconds: 1 });
-    await t.db.query(sql('test_max_failures_3', 'UPDATE chronos.alarms SET max_failures = 3 WHERE id = $1'), [
-      timer.id,
-    ]);
-    const receiver = new RecordingReceiver<ClaimedAlarm>();
-    receiver.behave = (fire) => ({
-      ok: false,
-      retryable: true,
-      error: `handler threw (attempt ${fire.attempt})`,
-    });
-    const dispatcher = untracked(receiver);
-    for (let failures = 1; failures <= 2; failures++) {
-      expect(await dispatcher.runOnce()).toBe(1);
-      expect(await alarmRow(t.db, timer.id)).toMatchObject({
-        status: 'active',
-        failure_count: failures,
-        last_error: `handler threw (attempt ${failures})`,
-      });
-      expect(await dispatcher.runOnce()).toBe(0);
-      await dueNow(t.db, timer.id);
-    }
-    expect(await dispatcher.runOnce()).toBe(1);
-    expect(await alarmRow(t.db, timer.id)).toMatchObject({
-      status: 'failed',
-      failure_count: 3,
-      wake_id: null,
-    });
-    expect(receiver.fires.map((f) => f.attempt)).toEqual([1, 2, 3]);
-    expect(new Set(receiver.fires.map((f) => f.wakeId)).size).toBe(1);
+    await expectRetriesToTheCeiling(t.db, untracked, timer.id);
     expect(await history()).toBe(0);
   });
 

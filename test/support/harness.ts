@@ -3,10 +3,12 @@
  * that records and can be told to fail or hang, and set-ups that move rows in time (crashes and
  * waits are data: a lapsed lease is a `claimed_at` an hour ago).
  */
+import { expect } from 'vitest';
 import { AlarmService, type Quotas } from '../../src/core/alarm-service.js';
 import { systemClock, type Clock } from '../../src/clock.js';
 import {
   Dispatcher,
+  type ClaimMode,
   type DispatcherDelivery,
   type DispatcherSettings,
 } from '../../src/dispatch/dispatcher.js';
@@ -65,18 +67,18 @@ export function makeDispatcher(
 export function makeDispatcher(
   db: Db,
   receiver: Receiver<ClaimedAlarm>,
-  options: TestDispatcherOptions & { history: false; deleteFired?: boolean },
+  options: TestDispatcherOptions & { history: false; deleteFired?: boolean; claim?: ClaimMode },
 ): Dispatcher;
 export function makeDispatcher(
   db: Db,
   receiver: Receiver | Receiver<ClaimedAlarm>,
-  options: TestDispatcherOptions & { history?: boolean; deleteFired?: boolean } = {},
+  options: TestDispatcherOptions & { history?: boolean; deleteFired?: boolean; claim?: ClaimMode } = {},
 ): Dispatcher {
-  const { history, deleteFired, ...settings } = options;
+  const { history, deleteFired, claim, ...settings } = options;
   // The overloads pair the receiver with the history setting.
   const delivery: DispatcherDelivery =
     history === false
-      ? { receiver: receiver as Receiver<ClaimedAlarm>, history: false, deleteFired }
+      ? { receiver: receiver as Receiver<ClaimedAlarm>, history: false, deleteFired, claim }
       : { receiver: receiver as Receiver };
   return new Dispatcher({
     db,
@@ -176,4 +178,41 @@ export function counting(ex: Executor): Executor & { statements: string[] } {
       return ex.exec(script);
     },
   };
+}
+
+const maxFailures3 = sql('test_max_failures_3', 'UPDATE chronos.alarms SET max_failures = 3 WHERE id = $1');
+
+/**
+ * A library timer whose handler always fails, retried to a ceiling of 3 by a worker `workerFor`
+ * makes: each failure keeps it active and counted (its backoff skipped here), the third fails it;
+ * the handler saw attempts 1, 2, 3 under one wake id. Returns the fires.
+ */
+export async function expectRetriesToTheCeiling(
+  db: Db,
+  workerFor: (receiver: RecordingReceiver<ClaimedAlarm>) => Dispatcher,
+  timerId: string,
+): Promise<Fire<ClaimedAlarm>[]> {
+  await db.query(maxFailures3, [timerId]);
+  const receiver = new RecordingReceiver<ClaimedAlarm>();
+  receiver.behave = (fire) => ({
+    ok: false,
+    retryable: true,
+    error: `handler threw (attempt ${fire.attempt})`,
+  });
+  const worker = workerFor(receiver);
+  for (let failures = 1; failures <= 2; failures++) {
+    expect(await worker.runOnce()).toBe(1);
+    expect(await alarmRow(db, timerId)).toMatchObject({
+      status: 'active',
+      failure_count: failures,
+      last_error: `handler threw (attempt ${failures})`,
+    });
+    expect(await worker.runOnce()).toBe(0);
+    await dueNow(db, timerId);
+  }
+  expect(await worker.runOnce()).toBe(1);
+  expect(await alarmRow(db, timerId)).toMatchObject({ status: 'failed', failure_count: 3, wake_id: null });
+  expect(receiver.fires.map((f) => f.attempt)).toEqual([1, 2, 3]);
+  expect(new Set(receiver.fires.map((f) => f.wakeId)).size).toBe(1);
+  return receiver.fires;
 }
