@@ -11,6 +11,10 @@
  * backends' — since on a shared machine it varies far less than wall time.
  *
  *   npx tsx bench/drain.ts [--backend=postgres|pglite|both] [--count=5000] [--runs=5] [--grid=200x400,...]
+ *     [--claim=lease|transaction|both]
+ *
+ * `--claim=both` runs every configuration with leased claims and with claims held in a
+ * transaction (`work({ claim: 'transaction' })`), interleaved run by run.
  *
  * `--pgbouncer` (PostgreSQL only; issue 16) measures instead what a transaction pooler costs:
  * three library instances on one database — direct with named statements (the default), direct
@@ -21,6 +25,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { createChronos, type Chronos, type WorkOptions } from '../src/library.js';
+import type { ClaimMode } from '../src/index.js';
 import { LiteDb, sql } from '../src/store/db.js';
 import { PgBouncer } from '../test/scenarios/support/pgbouncer.js';
 import {
@@ -163,7 +168,7 @@ function configsFor(kind: BenchDatabase['kind']): Config[] {
           [1000, 1000],
           [5000, 5000],
         ]);
-  return [
+  const configs: Config[] = [
     defaults,
     ...grid.map(([batchSize, concurrency]) => ({
       label: `batch ${batchSize}, concurrency ${concurrency}`,
@@ -171,6 +176,21 @@ function configsFor(kind: BenchDatabase['kind']): Config[] {
       concurrency,
     })),
   ];
+  // `--claim=transaction` (or `both`, each configuration with either, interleaved run by run).
+  const claims = claimArg();
+  return configs.flatMap((config) =>
+    claims.map((claim) =>
+      claim === 'lease' ? config : { ...config, label: `${config.label}, claim in a transaction`, claim },
+    ),
+  );
+}
+
+/** `--claim=lease|transaction|both`: how the worker holds its claims (WorkOptions.claim). */
+function claimArg(argv = process.argv.slice(2)): ClaimMode[] {
+  const raw = argv.find((a) => a.startsWith('--claim='))?.slice('--claim='.length) ?? 'lease';
+  if (raw === 'both') return ['lease', 'transaction'];
+  if (raw === 'lease' || raw === 'transaction') return [raw];
+  throw new Error(`--claim: expected lease, transaction or both, got ${JSON.stringify(raw)}`);
 }
 
 async function runBackend(kind: BenchDatabase['kind'], count: number, runs: number) {
@@ -179,10 +199,17 @@ async function runBackend(kind: BenchDatabase['kind'], count: number, runs: numb
   const results = [];
   try {
     await drainOnce(bench, chronos, Math.min(count, 1_000), {});
-    for (const config of configsFor(kind)) {
+    // Run by run, every configuration in turn: drift in the machine's load falls on all alike.
+    const configs = configsFor(kind);
+    const byConfig = configs.map(() => [] as Run[]);
+    for (let i = 0; i < runs; i++) {
+      for (const [c, { label: _label, ...options }] of configs.entries()) {
+        byConfig[c]!.push(await drainOnce(bench, chronos, count, options));
+      }
+    }
+    for (const [c, config] of configs.entries()) {
       const { label, ...options } = config;
-      const all: Run[] = [];
-      for (let i = 0; i < runs; i++) all.push(await drainOnce(bench, chronos, count, options));
+      const all = byConfig[c]!;
       const recorded = all.map((r) => r.recordedMs);
       const median = percentile(recorded, 50);
       const best = Math.min(...recorded);

@@ -96,16 +96,19 @@ export interface DispatcherSettings {
 
 interface InFlight {
   claim: Claim<ClaimedAlarm>;
-  /**
-   * Claimed under a transaction's lock, not a lease (nothing to give back): settles with a timed-out
-   * delivery when the batch's deadline passes, so that a receiver ignoring it cannot keep the
-   * batch's transaction open. Null for a leased claim.
-   */
-  deadline: Promise<Delivery> | null;
+  /** Claimed under a transaction's lock, not a lease: nothing to give back. */
+  held: boolean;
   /** Shared by the flight's batch. */
   abort: AbortController;
+  /** Its outcome is not to be recorded (stop() gave it up, or its held batch went on without it). */
   released: boolean;
   done: Promise<void>;
+  /** The delivery has ended (its outcome decided, or given up). */
+  settled: boolean;
+  time: DbTime;
+  /** When the delivery started (set as it starts). */
+  startedAt: Date | null;
+  latenessMs: number;
 }
 
 /** Maps performance.now() onto the database clock, from the `now()` a claim returned. */
@@ -187,7 +190,8 @@ export class Dispatcher {
     const claims = await this.#claim(
       Math.max(0, Math.min(this.#batchSize, this.#concurrency - this.inFlight)),
     );
-    await Promise.all(claims.map((c) => this.#inFlight.get(c)?.done));
+    // A held batch ends at its deadline even if a delivery never does: wait for the batch.
+    if (!this.#held) await Promise.all(claims.map((c) => this.#inFlight.get(c)?.done));
     await this.#flushAll();
     return claims.length;
   }
@@ -228,7 +232,7 @@ export class Dispatcher {
     }
     await this.#flushAll();
     // A held claim's rows are given back by its transaction, which commits without them.
-    const leased = left.filter((f) => !f.deadline);
+    const leased = left.filter((f) => !f.held);
     if (leased.length > 0) {
       await alarmsRelease(
         this.#db,
@@ -325,7 +329,18 @@ export class Dispatcher {
         const outcomes: Outcome[] = [];
         const flights = this.#deliverAll(claims, requestedAt, (outcome) => outcomes.push(outcome));
         resolve(claims);
-        await Promise.all(flights.map((f) => f.done));
+        if (flights.length > 0) {
+          // The rows stay locked until the commit: a receiver that ignores the batch's deadline
+          // must not hold them past it. Those still delivering then count as timed out.
+          const { signal } = flights[0]!.abort;
+          const late = await Promise.race([
+            Promise.all(flights.map((f) => f.done)).then(() => false),
+            new Promise<boolean>((resolve) =>
+              signal.addEventListener('abort', () => resolve(true), { once: true }),
+            ),
+          ]);
+          if (late) for (const f of flights) if (!f.settled && !f.released) outcomes.push(this.#timedOut(f));
+        }
         if (outcomes.length === 0) return;
         this.#counted(outcomes, await alarmsRecordOutcomes(tx, outcomes, this.#recordMode));
       });
@@ -387,26 +402,37 @@ export class Dispatcher {
     const settled = () => {
       if (--left === 0) clearTimeout(timer);
     };
-    const deadline = this.#held ? timedOut(abort.signal) : null;
-    return claims.map((claim) => this.#begin(claim, time, { abort, deadline }, settled, tracing, onOutcome));
+    return claims.map((claim) => this.#begin(claim, time, abort, settled, tracing, onOutcome));
   }
 
   #begin(
     claim: Claim<ClaimedAlarm>,
     time: DbTime,
-    batch: Pick<InFlight, 'abort' | 'deadline'>,
+    abort: AbortController,
     settled: () => void,
     tracing: boolean,
     onOutcome: (outcome: Outcome) => void,
   ): InFlight {
-    const flight: InFlight = { claim, ...batch, released: false, done: Promise.resolve() };
+    const flight: InFlight = {
+      claim,
+      held: this.#held,
+      abort,
+      released: false,
+      done: Promise.resolve(),
+      settled: false,
+      time,
+      startedAt: null,
+      latenessMs: 0,
+    };
     this.#inFlight.set(claim, flight);
     this.#metrics?.inFlight.set(this.#inFlight.size);
     flight.done = this.#deliver(flight, time, tracing)
       .then((outcome) => {
-        if (outcome) onOutcome(outcome);
+        // A held batch that went on without this delivery (its deadline passed) recorded it already.
+        if (outcome && !(flight.held && flight.released)) onOutcome(outcome);
       })
       .finally(() => {
+        flight.settled = true;
         settled();
         this.#inFlight.delete(claim);
         this.#metrics?.inFlight.set(this.#inFlight.size);
@@ -421,6 +447,8 @@ export class Dispatcher {
     const startedPerf = performance.now();
     const startedAt = time.at(startedPerf);
     const latenessMs = Math.max(0, startedAt.getTime() - claim.alarm.scheduledFor.getTime());
+    flight.startedAt = startedAt;
+    flight.latenessMs = latenessMs;
     // A child of the span that created the alarm: one trace from the request to the webhook.
     const span =
       tracing && !claim.coalesced
@@ -453,10 +481,7 @@ export class Dispatcher {
         latenessMs,
       };
       try {
-        const delivering = this.#receiver.deliver(fire, flight.abort.signal);
-        // A held claim's rows stay locked until its batch commits: a receiver that ignores the
-        // abort must not hold them past the deadline.
-        delivery = await (flight.deadline ? Promise.race([delivering, flight.deadline]) : delivering);
+        delivery = await this.#receiver.deliver(fire, flight.abort.signal);
       } catch (error) {
         delivery = { ok: false, retryable: true, error: `receiver error: ${(error as Error).message}` };
       }
@@ -514,6 +539,15 @@ export class Dispatcher {
     }
   }
 
+  /** A held delivery still under way at its batch's deadline: given up, a timed-out attempt. */
+  #timedOut(flight: InFlight): Outcome {
+    flight.released = true;
+    const finishedAt = flight.time.at(performance.now());
+    const startedAt = flight.startedAt ?? finishedAt;
+    const times = { startedAt, finishedAt, latenessMs: flight.latenessMs };
+    return decideOutcome(flight.claim, TIMED_OUT, times, this.#retry, this.#random);
+  }
+
   /** Counts recorded outcomes; those not updated were fenced out. */
   #counted(outcomes: readonly Outcome[], updated: Set<string>): void {
     for (const outcome of outcomes) {
@@ -561,18 +595,7 @@ export class Dispatcher {
   }
 }
 
-/** Settles with a retryable failure once `signal` aborts (one listener for a whole batch). */
-function timedOut(signal: AbortSignal): Promise<Delivery> {
-  return new Promise((resolve) =>
-    signal.addEventListener(
-      'abort',
-      () => resolve({ ok: false, retryable: true, error: 'delivery timed out' }),
-      {
-        once: true,
-      },
-    ),
-  );
-}
+const TIMED_OUT: Delivery = { ok: false, retryable: true, error: 'delivery timed out' };
 
 /** `fn` in a span when tracing is on; as it is otherwise (no span objects on the hot path). */
 function inSpanIf<T>(
