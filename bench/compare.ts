@@ -19,6 +19,9 @@
  *   --systems=…              a subset of chronos, graphile-worker, pg-boss (default all three)
  *   --quiet=<percent>        before each measurement wait (up to a minute) for CPU pressure under it
  *
+ * `BENCH_CHRONOS_CLAIM=transaction` in the environment runs Chronos's fastest workers with claims
+ * held in a transaction (`work({ claim: 'transaction' })`) instead of leased.
+ *
  * Raw results: `bench/results/compare-<date>.json` (machine, command, the load before every
  * measurement, every run's figures and what each adapter called) and the table as
  * `compare-<date>.md`; `--size=small` writes `compare-small.json` and `.md` instead, overwritten

@@ -55,8 +55,14 @@ const WORK_OPTIONS: Record<SettingsName, WorkOptions> = {
   // The library's defaults: batch 200, concurrency 200, lease 30 s; poll 1 s as a fallback to
   // LISTEN/NOTIFY and to sleeping until the next due time.
   defaults: {},
-  // The best drain in bench/README.md ("Drain": batch 500, concurrency 500).
-  fastest: { batchSize: 500, concurrency: 500 },
+  // The best drain in bench/README.md ("Drain": batch 500, concurrency 500). Claims leased: held
+  // in a transaction (`BENCH_CHRONOS_CLAIM=transaction`) PostgreSQL does less a fire but this
+  // process more, and on one two-CPU machine the drain was no faster (docs/comparison.md).
+  fastest: {
+    batchSize: 500,
+    concurrency: 500,
+    ...(process.env.BENCH_CHRONOS_CLAIM === 'transaction' ? { claim: 'transaction' as const } : {}),
+  },
 };
 
 /** A Chronos before 0.2.0 has no `scheduleMany`: the adapter also runs on older commits, for comparison. */
