@@ -96,8 +96,6 @@ export interface DispatcherSettings {
 
 interface InFlight {
   claim: Claim<ClaimedAlarm>;
-  /** Claimed under a transaction's lock, not a lease: nothing to give back. */
-  held: boolean;
   /** Shared by the flight's batch. */
   abort: AbortController;
   /** Its outcome is not to be recorded (stop() gave it up, or its held batch went on without it). */
@@ -232,11 +230,10 @@ export class Dispatcher {
     }
     await this.#flushAll();
     // A held claim's rows are given back by its transaction, which commits without them.
-    const leased = left.filter((f) => !f.held);
-    if (leased.length > 0) {
+    if (left.length > 0 && !this.#held) {
       await alarmsRelease(
         this.#db,
-        leased.map((f) => ({ alarmId: f.claim.alarm.id, leaseToken: f.claim.leaseToken })),
+        left.map((f) => ({ alarmId: f.claim.alarm.id, leaseToken: f.claim.leaseToken })),
       ).catch((error) =>
         this.#logger.warn({ err: error }, 'could not release leases; they lapse by themselves'),
       );
@@ -415,7 +412,6 @@ export class Dispatcher {
   ): InFlight {
     const flight: InFlight = {
       claim,
-      held: this.#held,
       abort,
       released: false,
       done: Promise.resolve(),
@@ -429,7 +425,7 @@ export class Dispatcher {
     flight.done = this.#deliver(flight, time, tracing)
       .then((outcome) => {
         // A held batch that went on without this delivery (its deadline passed) recorded it already.
-        if (outcome && !(flight.held && flight.released)) onOutcome(outcome);
+        if (outcome && !(this.#held && flight.released)) onOutcome(outcome);
       })
       .finally(() => {
         flight.settled = true;

@@ -3,9 +3,10 @@
  * delivered. Every statement here handles a whole batch.
  *
  * A claim is a lease, not a lock held open: the row is marked (`claimed_at`, a `lease_token`
- * fresh for each claim, shared by the rows it takes) and the transaction ends at once. Another worker may take the row only after
- * the lease lapses; an outcome is recorded only under the token it was claimed with (fencing),
- * so a worker whose lease lapsed cannot write over a newer claim.
+ * fresh for each claim, shared by the rows it takes) and the transaction ends at once. Another
+ * worker may take the row only after the lease lapses; an outcome is recorded only under the
+ * token it was claimed with (fencing), so a worker whose lease lapsed cannot write over a newer
+ * claim. (A library worker may instead hold its rows in a transaction: `claimHeld` below.)
  */
 import { alarmColumns, toAlarm, type AlarmRow } from './alarms.js';
 import { arrayLiteral, sql, textElement, type Executor } from './db.js';
@@ -130,7 +131,8 @@ const claimUntracked = sql(
  * locked (`FOR UPDATE SKIP LOCKED`), not written, and the caller's transaction stays open while
  * their handlers run; the outcomes are recorded in it, and the commit releases the locks. A worker
  * that dies rolls back: its rows were never changed and are due again at once. Nothing is written
- * per fire but the outcome, about half of PostgreSQL's CPU a fire (bench/README.md, "Drain").
+ * per fire but the outcome: about a third less of PostgreSQL's CPU a fire than a leased claim
+ * (docs/comparison.md, "The latest run").
  *
  * Lease workers of the same queue skip these locked rows, and these skip rows under a live lease
  * (`claimed_at`), taking those whose lease lapsed. The wake id and attempt are worked out as the
