@@ -104,10 +104,10 @@ export interface WorkOptions {
    * marks them claimed for `leaseMs` and lets go of the database; outcomes are written as
    * handlers finish. `transaction` (PostgreSQL, without history): it locks a batch in a
    * transaction that stays open while the batch's handlers run, writes their outcomes in it and
-   * commits — about a third less of PostgreSQL's CPU a fire, for quick handlers. A handler must then not change
-   * its own timer through another connection (it would wait on the lock until the delivery times
-   * out), and each batch holds a pooled connection while it runs. On the embedded store, whose one
-   * connection a batch would hold, the worker leases.
+   * commits — about a third less of PostgreSQL's CPU a fire, for quick handlers. A handler must
+   * then not change its own timer through another connection (it would wait on the lock until the
+   * delivery times out), and each batch holds a pooled connection while it runs. On the embedded
+   * store, whose one connection a batch would hold, the worker leases.
    */
   claim?: ClaimMode;
 }

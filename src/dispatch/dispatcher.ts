@@ -332,9 +332,10 @@ export class Dispatcher {
           const { signal } = flights[0]!.abort;
           const late = await Promise.race([
             Promise.all(flights.map((f) => f.done)).then(() => false),
-            new Promise<boolean>((resolve) =>
-              signal.addEventListener('abort', () => resolve(true), { once: true }),
-            ),
+            new Promise<boolean>((resolve) => {
+              if (signal.aborted) resolve(true);
+              else signal.addEventListener('abort', () => resolve(true), { once: true });
+            }),
           ]);
           if (late) for (const f of flights) if (!f.settled && !f.released) outcomes.push(this.#timedOut(f));
         }
@@ -424,8 +425,7 @@ export class Dispatcher {
     this.#metrics?.inFlight.set(this.#inFlight.size);
     flight.done = this.#deliver(flight, time, tracing)
       .then((outcome) => {
-        // A held batch that went on without this delivery (its deadline passed) recorded it already.
-        if (outcome && !(this.#held && flight.released)) onOutcome(outcome);
+        if (outcome) onOutcome(outcome);
       })
       .finally(() => {
         flight.settled = true;
