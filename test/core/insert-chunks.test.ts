@@ -4,13 +4,14 @@
  * statement would: in order, a key given twice answered with the first one's alarm, and all or
  * nothing — a statement refused part-way leaves none of the batch once the caller rolls back.
  * Its specs are read part by part as the parts before them are written, so a spec refused in a
- * late part finds earlier parts written: those are deleted again, and the caller's transaction
- * goes on as if the call had never been made.
+ * late part finds earlier parts written: those are taken back, and the caller's transaction goes
+ * on as if the call had never been made. The parts go first without `ON CONFLICT`: a key taken
+ * already sends the batch back to its savepoint, to be written again with it.
  * On PGlite the same batch is one statement; the cases hold there too.
  */
 import { afterEach, expect, it } from 'vitest';
-import { sql } from '../../src/store/db.js';
-import { describeEachBackend } from '../support/backends.js';
+import { sql, type PgDb } from '../../src/store/db.js';
+import { describeEachBackend, postgresOnly } from '../support/backends.js';
 import { appOrders, inCallerTransaction, insertOrder, libraryOn } from '../support/library.js';
 import type { ChronosError } from '../../src/errors.js';
 
@@ -27,7 +28,7 @@ const allowLabel = sql(
   'ALTER TABLE chronos.alarms DROP CONSTRAINT IF EXISTS test_refuse_label',
 );
 
-describeEachBackend('a batch larger than one statement', ({ t }) => {
+describeEachBackend('a batch larger than one statement', ({ kind, t }) => {
   afterEach(async () => {
     await t.db.query(allowLabel);
   });
@@ -91,6 +92,59 @@ describeEachBackend('a batch larger than one statement', ({ t }) => {
     }
     await chronos.close();
   });
+
+  it('a key taken in a late part: the batch is written again around it, the caller’s own writes before and after kept', async () => {
+    const chronos = await libraryOn(t);
+    const orders = await appOrders(t);
+    const [earlier] = await inCallerTransaction(t, (tx) =>
+      chronos.scheduleMany(tx, [{ key: 'k:4400', inSeconds: 600, label: 'earlier' }]),
+    );
+    const specs = Array.from({ length: SIZE }, (_, i) => ({ key: `k:${i}`, inSeconds: 600, label: `n${i}` }));
+    const made = await inCallerTransaction(t, async (tx) => {
+      await insertOrder(tx, 1);
+      const answer = await chronos.scheduleMany(tx, specs);
+      await insertOrder(tx, 2);
+      return answer;
+    });
+    expect(await orders.count()).toBe(2);
+    expect(made[4_400]!.id).toBe(earlier!.id);
+    expect(made[4_400]!.label).toBe('earlier');
+    expect(((await t.db.query(count)) as [{ n: number }])[0].n).toBe(SIZE);
+    for (const i of [0, 999, 4_399, 4_401, 4_499]) {
+      const got = (await chronos.get(`k:${i}`))!;
+      expect(got.id).toBe(made[i]!.id);
+      expect(got.label).toBe(`n${i}`);
+    }
+    await chronos.close();
+  });
+
+  postgresOnly(
+    kind,
+    'a PGlite transaction is always a transaction block',
+    'a client outside BEGIN: the parts are written as they go, a taken key answered, a late refusal deletes them',
+    async () => {
+      const chronos = await libraryOn(t);
+      const [earlier] = await inCallerTransaction(t, (tx) =>
+        chronos.scheduleMany(tx, [{ key: 'k:2500', inSeconds: 600, label: 'earlier' }]),
+      );
+      const specs = Array.from({ length: SIZE }, (_, i) => ({ key: `k:${i}`, inSeconds: 600 }) as never);
+      const client = await (t.db as PgDb).pool.connect();
+      try {
+        const made = await chronos.scheduleMany(client, specs);
+        expect(made[2_500]!.id).toBe(earlier!.id);
+        expect(new Set(made.map((a) => a.id)).size).toBe(SIZE);
+        expect(((await t.db.query(count)) as [{ n: number }])[0].n).toBe(SIZE);
+        const more = Array.from({ length: SIZE }, (_, i) => ({ key: `m:${i}`, inSeconds: 600 }) as never);
+        more[4_000] = { key: 'm:4000', inSeconds: -1 } as never;
+        const refused = await chronos.scheduleMany(client, more).catch((e: unknown) => e as ChronosError);
+        expect((refused as ChronosError).errors.map((e) => e.path)).toEqual(['specs.4000.inSeconds']);
+        expect(((await t.db.query(count)) as [{ n: number }])[0].n).toBe(SIZE);
+      } finally {
+        client.release();
+      }
+      await chronos.close();
+    },
+  );
 
   it('all or nothing: a statement refused after others ran leaves none of the batch', async () => {
     const chronos = await libraryOn(t);

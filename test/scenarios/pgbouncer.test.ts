@@ -285,7 +285,8 @@ describePostgresOnly('a real PgBouncer in front of the test PostgreSQL', 'scenar
         }
       };
       const keys = Array.from({ length: SIZE.library }, (_, i) => `lib-${i}`);
-      for (let i = 0; i < keys.length; i += 500) await write(keys.slice(i, i + 500), true);
+      // Batches of 1,500: more than one statement each, in a savepoint, through the pooler.
+      for (let i = 0; i < keys.length; i += 1_500) await write(keys.slice(i, i + 1_500), true);
       await write(['rolled-back'], false);
       await waitUntil(() => fired.size === keys.length, {
         timeoutMs: 60_000,
