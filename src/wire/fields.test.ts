@@ -7,7 +7,16 @@ import { formErrors } from './fields.js';
 const edgyString = fc.oneof(
   fc.string({ unit: 'binary', maxLength: 8 }),
   fc.string({ unit: 'grapheme-composite', minLength: 190, maxLength: 210 }),
-  fc.constantFrom('', '\u0000', 'a\u0000b', '\ud800', 'x\udc00', '\ud83d\ude00', 'k'.repeat(200), 'k'.repeat(201)),
+  fc.constantFrom(
+    '',
+    '\u0000',
+    'a\u0000b',
+    '\ud800',
+    'x\udc00',
+    '\ud83d\ude00',
+    'k'.repeat(200),
+    'k'.repeat(201),
+  ),
 );
 const anyValue = fc.oneof(edgyString, fc.anything(), fc.date({ noInvalidDate: false }));
 
