@@ -151,10 +151,11 @@ export interface InsertQuotas {
 }
 
 /**
- * The alarms an owner's `max_active_alarms` counts (a paused one is still theirs to resume): the
- * predicate of alarms_owner_live_idx, word for word, so the count is served by it.
+ * The alarms an owner's `max_active_alarms` counts (a paused one is still theirs to resume; an
+ * application's library timer is not the agent's, migration 0015): the predicate of
+ * alarms_owner_live_idx, word for word, so the count is served by it.
  */
-const LIVE = `status IN ('active', 'paused')`;
+const LIVE = `status IN ('active', 'paused') AND source <> 'library'`;
 
 // One statement checks one owner's quotas and inserts a whole batch, in order, all or nothing:
 // a create of one alarm and a batch of 50,000 are the same round trip.
@@ -167,8 +168,8 @@ const LIVE = `status IN ('active', 'paused')`;
 //   client's work and PostgreSQL's (bench/schedule-many.ts). The payloads are one JSON array
 //   ($12, see jsonArray), parsed once straight into JSONB, not a text[] of escaped JSON texts.
 // - The quota counts ($19 owner, NULL without quotas) run once: the creates of the owner's last
-//   minute (stopping at the limit) and its live alarms (active or paused) over
-//   alarms_owner_live_idx, whose predicate the count repeats word for word (migration 0012).
+//   minute (stopping at the limit) and its live alarms (active or paused, not the library's) over
+//   alarms_owner_live_idx, whose predicate the count repeats word for word (0012, 0015).
 //   Nothing is inserted when the batch ($22 alarms) would overrun either.
 // - An idempotency key the owner already has inserts nothing for that alarm (the unique index
 //   decides, so concurrent creates agree); the caller reads the existing alarm back.

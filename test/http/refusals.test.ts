@@ -3,6 +3,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { describeEachBackend } from '../support/backends.js';
+import { libraryOn } from '../support/library.js';
 import {
   call,
   isProblem,
@@ -265,6 +266,26 @@ describeEachBackend('HTTP: refusals write nothing', ({ t }) => {
       expect(
         (await call(h.app, 'POST', '/v1/alarms', { headers: h.auth, body: { in_seconds: 60 } })).status,
       ).toBe(201);
+    });
+
+    it('max_active_alarms leaves out the owner’s timers an application wrote through the library', async () => {
+      await h.close();
+      h = await openTestApp(t.db, { CHRONOS_MAX_ACTIVE_ALARMS: '2' });
+      const chronos = await libraryOn(t);
+      const owner = OWNER.did;
+      await chronos.scheduleMany(
+        null,
+        [1, 2, 3].map((i) => ({ key: `app:${i}`, inSeconds: 600, owner, queue: 'router' })),
+      );
+      await chronos.close();
+      // With the beforeEach alarm, one more reaches the limit: the three library timers are not counted.
+      expect(
+        (await call(h.app, 'POST', '/v1/alarms', { headers: h.auth, body: { in_seconds: 60 } })).status,
+      ).toBe(201);
+      const a = await refused(429, 'POST', '/v1/alarms', { body: { in_seconds: 60 } });
+      expect(a.body.limit).toBe('max_active_alarms');
+      const listed = await call(h.app, 'GET', '/v1/alarms?status=active', { headers: h.auth });
+      expect(listed.body.alarms).toHaveLength(5);
     });
 
     it('create_rate: Retry-After and a problem naming the limit', async () => {
