@@ -33,7 +33,7 @@ describe('a rule with a quick yes (`accepts`)', () => {
         fc.property(anyValue, (value) => {
           if (!rule.accepts!(value)) return;
           const parsed = rule.schema.safeParse(value);
-          expect(parsed.success, `${field}: ${String(value)}`).toBe(true);
+          expect(parsed.success, `${field}: ${fc.stringify(value)}`).toBe(true);
           expect(parsed.data).toEqual(value);
         }),
         { numRuns: 2_000 },
