@@ -350,10 +350,11 @@ export async function alarmsInsert(
  * The batch runs in a savepoint, its parts first in the `fresh` form, which writes about a
  * quarter faster for PostgreSQL (bench/README.md, "Bulk scheduling") but fails on a key taken
  * already or given twice. Then the batch goes back to the savepoint and is written again with
- * `ON CONFLICT`, its parts made again by `part`: a batch that repeats keys costs up to twice the
- * work, a batch of new keys a quarter less. On a connection outside a transaction block, where
- * there is no savepoint to go back to, the parts go with `ON CONFLICT` only, and a stopped batch
- * deletes what its earlier parts wrote.
+ * `ON CONFLICT`, its parts made again by `part` (unless one of them was refused meanwhile: the
+ * batch is then refused as it is). A batch that repeats keys costs up to twice the work, a batch
+ * of new keys a quarter less. On a connection outside a transaction block, where there is no
+ * savepoint to go back to, the parts go with `ON CONFLICT` only, and a stopped batch deletes what
+ * its earlier parts wrote.
  */
 export async function alarmsInsertParts(
   ex: Executor,
@@ -430,8 +431,16 @@ async function insertParts(
       if (next === null) stopped = true;
       else queued = send(next);
     }
-    const [answer] = await running.answer;
-    for (const r of await readInsert(ex, running.alarms, running.batch, answer!, source)) {
+    let answer: InsertAnswer;
+    try {
+      [answer] = (await running.answer) as [InsertAnswer];
+    } catch (error) {
+      // A spec of a later part was refused: the batch is refused whatever this part met, and a
+      // key taken here must not send it round again (its refusals would be counted twice).
+      if (stopped && form === 'fresh' && sqlState(error) === '23505') return { written };
+      throw error;
+    }
+    for (const r of await readInsert(ex, running.alarms, running.batch, answer, source)) {
       results.push(r);
       if (!r.deduped) written.push(r.alarm.id);
     }
