@@ -132,7 +132,7 @@ const claimUntracked = sql(
  * their handlers run; the outcomes are recorded in it, and the commit releases the locks. A worker
  * that dies rolls back: its rows were never changed and are due again at once. Nothing is written
  * per fire but the outcome: about a third less of PostgreSQL's CPU a fire than a leased claim
- * (docs/comparison.md, "The latest run").
+ * (docs/comparison.md, "The run of 2026-12-03 06:46").
  *
  * Lease workers of the same queue skip these locked rows, and these skip rows under a live lease
  * (`claimed_at`), taking those whose lease lapsed. The wake id and attempt are worked out as the
