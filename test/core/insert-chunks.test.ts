@@ -123,9 +123,9 @@ describeEachBackend('a batch larger than one statement', ({ kind, t }) => {
     await inCallerTransaction(t, (tx) => chronos.scheduleMany(tx, [{ key: 'k:10', inSeconds: 600 }]));
     const specs = Array.from({ length: SIZE }, (_, i) => ({ key: `k:${i}`, inSeconds: 600 }) as never);
     specs[300] = { key: 'k:300', inSeconds: -1 } as never;
-    const refused = await inCallerTransaction(t, (tx) =>
-      chronos.scheduleMany(tx, specs).catch((e: unknown) => e as ChronosError),
-    );
+    const refused = (await inCallerTransaction(t, (tx) =>
+      chronos.scheduleMany(tx, specs).catch((e: unknown) => e),
+    )) as ChronosError;
     expect(refused.code).toBe('invalid_input');
     expect(refused.errors.map((e) => e.path)).toEqual(['specs.300.inSeconds']);
     expect(((await t.db.query(count)) as [{ n: number }])[0].n).toBe(1);
