@@ -405,14 +405,16 @@ function readTimer(input: unknown, path: string): BatchItem {
   // The values become the spec as they are (toSpec takes them over); `owner` rides along unread.
   const fields = read.values;
   const owner = fields.owner;
-  let parsed: Owner | null = null;
-  try {
-    parsed = ownerOf(owner, path ? `${path}.owner` : 'owner');
-  } catch (error) {
-    errors.push(...(error as ChronosError).errors);
+  let parsed: Owner = APPLICATION;
+  if (owner !== undefined && owner !== null) {
+    try {
+      parsed = parseOwner(owner, path ? `${path}.owner` : 'owner');
+    } catch (error) {
+      errors.push(...(error as ChronosError).errors);
+    }
   }
   if (errors.length > 0) throw invalidFields(errors);
-  return { owner: parsed!, spec: toSpec(fields) };
+  return { owner: parsed, spec: toSpec(fields) };
 }
 
 // Read once: most timers are the application's own.

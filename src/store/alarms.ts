@@ -275,13 +275,13 @@ export type InsertResult =
  */
 function columnValues<T>(alarms: readonly NewAlarm[], value: (a: NewAlarm) => T): T[] {
   const first = value(alarms[0]!);
+  // Most columns are shared: no array of n is made to find that out.
+  let differs = 1;
+  while (differs < alarms.length && value(alarms[differs]!) === first) differs++;
+  if (differs === alarms.length) return [first];
   const values = new Array<T>(alarms.length);
-  let same = true;
-  for (let i = 0; i < alarms.length; i++) {
-    const v = (values[i] = i === 0 ? first : value(alarms[i]!));
-    if (same && v !== first) same = false;
-  }
-  return same ? [first] : values;
+  for (let i = 0; i < alarms.length; i++) values[i] = i < differs ? first : value(alarms[i]!);
+  return values;
 }
 
 /** One column of a batch as a PostgreSQL array literal (see columnValues). */

@@ -55,8 +55,9 @@ export function formErrors<K extends string>(
   form: Form<K>,
   options: ReadOptions<K> = {},
 ): { values: Partial<Record<K, unknown>>; errors: FieldError[] } {
-  const prefix = options.path ? `${options.path}.` : '';
-  const whole = options.path || '';
+  // Paths are spelt only for a refusal: a batch reads 50,000 objects that have none.
+  const path = options.path;
+  const whole = path || '';
   const values: Partial<Record<K, unknown>> = {};
   if (typeof input !== 'object' || input === null || Array.isArray(input) || input instanceof Date) {
     const message = `${whole || options.noun || 'body'}: expected ${options.noun === 'spec' ? 'an object' : 'a JSON object'}, got ${describeValue(input)}`;
@@ -73,9 +74,10 @@ export function formErrors<K extends string>(
     if (field === undefined) {
       if (value === undefined) continue;
       const names = fields.map((f) => form.names[f]);
+      const at = fieldPath(path, name);
       errors.push({
-        path: prefix + name,
-        message: `${prefix + name}: unknown field; ${names.length > 0 ? `send only ${names.join(', ')}` : 'send an empty object {}'}${didYouMean(name, form)}`,
+        path: at,
+        message: `${at}: unknown field; ${names.length > 0 ? `send only ${names.join(', ')}` : 'send an empty object {}'}${didYouMean(name, form)}`,
       });
       continue;
     }
@@ -96,21 +98,21 @@ export function formErrors<K extends string>(
       parsed.error.issues.some((i) => i.message === 'too long' || i.code === 'too_big');
     const expected = storable ? STORABLE_EXPECTED : rule.expected;
     const got = tooLong ? describeLength(value as string) : describeValue(value);
-    errors.push({ path: prefix + name, message: `${prefix + name}: expected ${expected}, got ${got}` });
+    const at = fieldPath(path, name);
+    errors.push({ path: at, message: `${at}: expected ${expected}, got ${got}` });
   }
   for (const field of options.required ?? []) {
-    if (values[field] === undefined && !errors.some((e) => e.path === prefix + form.names[field])) {
-      const name = form.names[field];
-      errors.push({
-        path: prefix + name,
-        message: `${prefix + name}: expected ${form.rules[field].expected}, got nothing`,
-      });
+    if (values[field] !== undefined) continue;
+    const at = fieldPath(path, form.names[field]);
+    if (!errors.some((e) => e.path === at)) {
+      errors.push({ path: at, message: `${at}: expected ${form.rules[field].expected}, got nothing` });
     }
   }
   if (options.oneOf && errors.length === 0) {
-    const given: K[] = [];
-    for (const f of options.oneOf.fields) if (values[f] !== undefined) given.push(f);
-    if (given.length > 1 || (options.oneOf.exactly && given.length === 0)) {
+    let count = 0;
+    for (const f of options.oneOf.fields) if (values[f] !== undefined) count++;
+    if (count > 1 || (options.oneOf.exactly && count === 0)) {
+      const given = options.oneOf.fields.filter((f) => values[f] !== undefined);
       const all = options.oneOf.fields.map((f) => `"${form.names[f]}"`);
       const list = `${all.slice(0, -1).join(', ')} or ${all[all.length - 1]}`;
       const got = given.length === 0 ? 'none of them' : given.map((f) => `"${form.names[f]}"`).join(' and ');
@@ -120,6 +122,9 @@ export function formErrors<K extends string>(
   }
   return { values, errors };
 }
+
+/** `name` under `path` (`specs.3` + `at` → `specs.3.at`). */
+const fieldPath = (path: string | undefined, name: string) => (path ? `${path}.${name}` : name);
 
 /** A form's fields, and the field of each caller's name: made once per form, not per object read. */
 const indexes = new WeakMap<object, { fields: string[]; byName: Map<string, string> }>();
