@@ -28,7 +28,7 @@ import {
   type PruneBatch,
   type Statement,
 } from './db.js';
-import { newRowId } from './row-id.js';
+import { newRowIds } from './row-id.js';
 
 /** The channel that announces alarms due soon; its payload names their queue. */
 export const dueChannel = (schema: string): string => channel(schema, 'due');
@@ -164,6 +164,7 @@ const LIVE = `status IN ('active', 'paused') AND source <> 'library'`;
 //   (time-ordered, see row-id.ts), so each result is matched to its input without a lookup.
 //   A column whose value is the same for every alarm (the owner, the queue, the kind… in most
 //   batches) travels as that one value: `col($n)` picks it for every row (see batchColumn).
+//   The fire time ($6) travels empty when every alarm fires once at its next fire time ($9).
 //   Array literals are our own (db.ts), not the driver's: for 50,000 alarms that halved the
 //   client's work and PostgreSQL's (bench/schedule-many.ts). The payloads are one JSON array
 //   ($12, see jsonArray), parsed once straight into JSONB, not a text[] of escaped JSON texts.
@@ -196,7 +197,7 @@ const insertManyText = (written: string, returning: string, onConflict: string) 
        traceparent)
      SELECT u.id, CASE WHEN cardinality($2::text[]) = 1 THEN ($2::text[])[1] ELSE u.owner_did END, CASE WHEN cardinality($3::text[]) = 1 THEN ($3::text[])[1] ELSE u.user_id END,
        CASE WHEN cardinality($4::text[]) = 1 THEN ($4::text[])[1] ELSE u.label END, CASE WHEN cardinality($5::text[]) = 1 THEN ($5::text[])[1] ELSE u.kind END,
-       timestamptz 'epoch' + (CASE WHEN cardinality($6::int8[]) = 1 THEN ($6::int8[])[1] ELSE u.fire_ms END) * interval '1 millisecond',
+       timestamptz 'epoch' + (CASE cardinality($6::int8[]) WHEN 0 THEN (CASE WHEN cardinality($9::int8[]) = 1 THEN ($9::int8[])[1] ELSE u.next_ms END) WHEN 1 THEN ($6::int8[])[1] ELSE u.fire_ms END) * interval '1 millisecond',
        CASE WHEN cardinality($7::text[]) = 1 THEN ($7::text[])[1] ELSE u.cron_expr END, CASE WHEN cardinality($8::text[]) = 1 THEN ($8::text[])[1] ELSE u.timezone END,
        timestamptz 'epoch' + (CASE WHEN cardinality($9::int8[]) = 1 THEN ($9::int8[])[1] ELSE u.next_ms END) * interval '1 millisecond',
        timestamptz 'epoch' + (CASE WHEN cardinality($9::int8[]) = 1 THEN ($9::int8[])[1] ELSE u.next_ms END) * interval '1 millisecond',
@@ -442,7 +443,8 @@ async function insertParts(
     }
     for (const r of await readInsert(ex, running.alarms, running.batch, answer, source)) {
       results.push(r);
-      if (!r.deduped) written.push(r.alarm.id);
+      // Only a batch without a savepoint deletes what it wrote when it stops.
+      if (form === 'skip' && !r.deduped) written.push(r.alarm.id);
     }
     if (stopped) return { written };
     if (queued) running = queued;
@@ -473,6 +475,8 @@ interface Insert {
   ids: string[];
 }
 
+const firesOnceAtNext = (a: NewAlarm) => a.fireAt !== null && a.fireAt.getTime() === a.nextFireAt.getTime();
+
 /** The statement and parameters that insert these alarms, and the ids it will give them. */
 function buildInsert(
   alarms: readonly NewAlarm[],
@@ -483,16 +487,19 @@ function buildInsert(
   form: InsertForm = 'skip',
 ): Insert {
   const n = alarms.length;
-  const ids = new Array<string>(n);
-  for (let i = 0; i < n; i++) ids[i] = newRowId();
+  const { ids, literal } = newRowIds(n);
   const text = (f: (a: NewAlarm) => string) => batchColumn(alarms, f, textElement);
   const params = [
-    arrayLiteral(ids, String),
+    literal,
     text((a) => a.ownerDid),
     text((a) => a.userId),
     text((a) => a.label),
     text((a) => a.kind),
-    batchColumn(alarms, (a) => (a.fireAt === null ? null : a.fireAt.getTime()), String),
+    // `{}` when every alarm fires once, at its next fire time (most batches): the insert then
+    // takes that column for this one, and neither side writes or reads it twice.
+    alarms.every(firesOnceAtNext)
+      ? '{}'
+      : batchColumn(alarms, (a) => (a.fireAt === null ? null : a.fireAt.getTime()), String),
     text((a) => a.cronExpr),
     text((a) => a.timezone),
     batchColumn(alarms, (a) => a.nextFireAt.getTime(), String),

@@ -1,5 +1,5 @@
 import { expect, it } from 'vitest';
-import { newRowId } from './row-id.js';
+import { newRowId, newRowIds } from './row-id.js';
 
 const V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
@@ -15,4 +15,16 @@ it('makes version-7 UUIDs carrying the millisecond, in order within one, all dif
   const later = newRowId(ms + 10);
   expect(later > ids[ids.length - 1]!).toBe(true);
   expect(parseInt(later.replace(/-/g, '').slice(0, 12), 16)).toBe(ms + 10);
+});
+
+it('makes a batch of ids and the array literal that holds them, alike', () => {
+  const ms = Date.UTC(2026, 11, 3, 16, 0, 0, 0);
+  for (const n of [0, 1, 2, 1_000, 1_001]) {
+    const { ids, literal } = newRowIds(n, ms);
+    expect(ids).toHaveLength(n);
+    for (const id of ids) expect(id).toMatch(V7);
+    expect(literal).toBe(`{${ids.join(',')}}`);
+    expect(new Set(ids).size).toBe(n);
+    expect([...ids].sort()).toEqual(ids);
+  }
 });

@@ -3,7 +3,8 @@
  * for a column the same in every alarm, one element per alarm otherwise. Every awkward text an
  * array literal could mangle — quotes, backslashes, braces, commas, the word NULL, an empty
  * string, a newline, characters beyond the BMP — comes back exactly as it went in, in both
- * shapes, with one-shots and cron alarms (a null fire_at) mixed.
+ * shapes, with one-shots and cron alarms (a null fire_at) mixed, and one-shots alone (whose fire
+ * time the insert takes from their next fire time).
  */
 import { expect, it } from 'vitest';
 import { describeEachBackend } from '../support/backends.js';
@@ -42,7 +43,10 @@ describeEachBackend('the batch insert’s columns', ({ t }) => {
       inSeconds: 600,
       payload: { same: '{,}' },
     }));
-    for (const specs of [varied, shared, [varied[3]!]]) {
+    // One-shots only, each at its own time: the fire time travels empty and is the next one.
+    const base = Date.now() + 3_600_000;
+    const once = AWKWARD.map((s, i) => ({ key: `once:${i}`, label: s, at: new Date(base + i * 1_001) }));
+    for (const specs of [varied, shared, once, [varied[3]!], [once[2]!]]) {
       const made = await chronos.scheduleMany(
         null,
         specs.map((s) => ({ ...s, key: `${s.key}:${specs.length}` })),
@@ -53,13 +57,16 @@ describeEachBackend('the batch insert’s columns', ({ t }) => {
         expect(stored.id).toBe(alarm.id);
         expect(stored.label).toBe(spec.label);
         expect(stored.idempotencyKey).toBe(`${spec.key}:${specs.length}`);
-        expect(stored.payload.parse()).toEqual(spec.payload);
+        expect(stored.payload.parse()).toEqual('payload' in spec ? spec.payload : {});
         expect(stored.payload.text).toBe(alarm.payload.text);
         expect(stored.kind).toBe('cron' in spec ? 'cron' : 'once');
         expect(stored.fireAt === null).toBe('cron' in spec);
         expect(stored.timezone).toBe(('timezone' in spec && spec.timezone) || 'UTC');
         expect(stored.maxFailures).toBe(('maxFailures' in spec && spec.maxFailures) || 5);
         expect(stored.nextFireAt?.getTime()).toBe(alarm.nextFireAt?.getTime());
+        expect(stored.fireAt?.getTime()).toBe(alarm.fireAt?.getTime());
+        if ('at' in spec) expect(stored.fireAt?.getTime()).toBe(spec.at.getTime());
+        if (stored.kind === 'once') expect(stored.fireAt?.getTime()).toBe(stored.nextFireAt.getTime());
       }
     }
     await chronos.close();
