@@ -200,10 +200,22 @@ export class Dispatcher {
     this.#stopping = false;
     // The payload names the queue of the alarm that fell due; '' (a listener that reconnected and
     // may have missed some) concerns every queue.
-    this.#unlisten = await this.#db.listen(dueChannel(this.#db.schema), (queue) => {
+    const listening = this.#db.listen(dueChannel(this.#db.schema), (queue) => {
       if (queue === '' || queue === this.#queue) this.#poke();
     });
+    // The loop claims what is due while the LISTEN connection is made (a new connection, tens of
+    // milliseconds); once it listens, a look again covers what was written in between.
     this.#loop = this.#run();
+    try {
+      this.#unlisten = await listening;
+    } catch (error) {
+      this.#stopping = true;
+      this.#poke();
+      await this.#loop;
+      this.#loop = null;
+      throw error;
+    }
+    this.#poke();
   }
 
   /**

@@ -34,6 +34,82 @@ describeEachBackend('dispatcher', ({ t, kind }) => {
     }
   });
 
+  it('a starting dispatcher claims what is due while its LISTEN connection is still being made, and listens once it is', async () => {
+    // The LISTEN connection is held until the test lets it through: the due alarm fires first
+    // (start() used to wait for that connection before the first claim). An alarm written while
+    // the connection was being made, after that claim, fires as soon as it listens.
+    const listenHeld = gate();
+    let listenAsked = false;
+    const db = new Proxy(t.db, {
+      get(target, property, receiver) {
+        if (property === 'listen') {
+          return async (channel: string, onNotify: (payload: string) => void) => {
+            listenAsked = true;
+            await listenHeld.promise;
+            return target.listen(channel, onNotify);
+          };
+        }
+        return Reflect.get(target, property, receiver);
+      },
+    });
+    const service = makeService(t.db);
+    const { alarm: due } = await service.create(
+      OWNER,
+      { at: new Date(Date.now() - 1_000).toISOString() },
+      api,
+    );
+    const receiver = new RecordingReceiver();
+    // A fallback poll of an hour: nothing but the first claim and the notification can fire these.
+    const dispatcher = makeDispatcher(db, receiver, { pollIntervalMs: HOUR });
+    const starting = dispatcher.start();
+    try {
+      await until(() => receiver.fires.length === 1, 'the due alarm to fire before the dispatcher listens');
+      expect(listenAsked).toBe(true);
+      expect(receiver.fires[0]!.alarm.id).toBe(due.id);
+      const { alarm: between } = await service.create(
+        OWNER,
+        { at: new Date(Date.now() - 1_000).toISOString() },
+        api,
+      );
+      listenHeld.open();
+      await starting;
+      await until(() => receiver.fires.length === 2, 'the alarm written meanwhile to fire once it listens');
+      expect(receiver.fires[1]!.alarm.id).toBe(between.id);
+      // And a notification wakes it from then on.
+      const { alarm: after } = await service.create(
+        OWNER,
+        { at: new Date(Date.now() - 1_000).toISOString() },
+        api,
+      );
+      await until(() => receiver.fires.length === 3, 'the notified dispatcher to fire');
+      expect(receiver.fires[2]!.alarm.id).toBe(after.id);
+    } finally {
+      listenHeld.open();
+      await starting.catch(() => undefined);
+      await dispatcher.stop();
+    }
+  });
+
+  it('a dispatcher whose LISTEN cannot be set up fails to start and claims no more', async () => {
+    const db = new Proxy(t.db, {
+      get(target, property, receiver) {
+        if (property === 'listen') return async () => Promise.reject(new Error('listen refused'));
+        return Reflect.get(target, property, receiver);
+      },
+    });
+    const receiver = new RecordingReceiver();
+    const clock = new TestClock();
+    const dispatcher = makeDispatcher(db, receiver, { clock, pollIntervalMs: HOUR });
+    await expect(dispatcher.start()).rejects.toThrow('listen refused');
+    // The loop that started claiming meanwhile has ended: nothing sleeps until its next look.
+    expect(clock.sleeping).toBe(0);
+    await makeService(t.db).create(OWNER, { at: new Date(Date.now() - 1_000).toISOString() }, api);
+    clock.advance(HOUR);
+    expect(await dispatcher.runOnce()).toBe(1);
+    expect(receiver.fires).toHaveLength(1);
+    await dispatcher.stop();
+  });
+
   it('a notification that lands while the dispatcher is looking still wakes its next sleep', async () => {
     // The next-due probe is held until the test lets it answer; meanwhile a due alarm is written
     // and its notification arrives. The probe then answers "nothing due" (it ran before the
