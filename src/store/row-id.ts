@@ -12,16 +12,12 @@ let poolAt = pool.length;
 let lastMs = -1;
 let counter = 0;
 
-/** One new id. */
-export function newRowId(now: number = Date.now()): string {
-  return newRowIds(1, now).ids[0]!;
-}
-
 /**
- * `n` new ids, in order, and the PostgreSQL array literal that holds them (`{id1,id2,…}`). They
- * are written as ASCII into one buffer, read out as one string, and each id is a slice of it: a
- * string per id read from a buffer was a native call each, and with `+` eighteen intermediate
- * strings each (bench/README.md, "Bulk scheduling").
+ * `n` new ids, in order, and the PostgreSQL array literal that holds them (`{id1,id2,…}`), both
+ * read out of one buffer the ids are written into as ASCII: built with `+`, an id was eighteen
+ * intermediate strings, and the literal a join of them all (bench/README.md, "Bulk scheduling").
+ * Each id is a string of its own, not a slice of the literal, which would keep the whole literal
+ * in memory for as long as the caller keeps one of its ids.
  */
 export function newRowIds(n: number, now: number = Date.now()): { ids: string[]; literal: string } {
   const size = 2 + n * 37 - (n > 0 ? 1 : 0);
@@ -31,7 +27,7 @@ export function newRowIds(n: number, now: number = Date.now()): { ids: string[];
   t[size - 1] = CLOSE;
   const literal = t.toString('latin1', 0, size);
   const ids = new Array<string>(n);
-  for (let k = 0; k < n; k++) ids[k] = literal.slice(1 + k * 37, 37 + k * 37);
+  for (let k = 0; k < n; k++) ids[k] = t.toString('latin1', 1 + k * 37, 37 + k * 37);
   return { ids, literal };
 }
 
