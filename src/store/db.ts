@@ -52,6 +52,11 @@ export function sql(name: string, text: string): Statement {
  * third of what it allocated while draining (bench/README.md, "Worker RSS").
  */
 export function arrayLiteral<T>(values: readonly T[], element: (v: NonNullable<T>) => string): string {
+  // The common cases joined at once, with no string made per element: bare values without a
+  // null, and texts that need no escaping (quoted alike by the separator).
+  if (element === String && values.every(isPresent)) return `{${values.join(',')}}`;
+  if (element === textElement && values.length > 0 && values.every(isPlainText))
+    return `{"${values.join('","')}"}`;
   const parts = new Array<string>(values.length);
   for (let i = 0; i < values.length; i++) {
     const v = values[i];
@@ -65,6 +70,8 @@ export function textElement(s: string): string {
   return NEEDS_ESCAPE.test(s) ? `"${s.replace(ESCAPED, '\\$&')}"` : `"${s}"`;
 }
 const NEEDS_ESCAPE = /["\\]/;
+const isPresent = (v: unknown) => v !== null && v !== undefined;
+const isPlainText = (v: unknown) => typeof v === 'string' && !NEEDS_ESCAPE.test(v);
 const ESCAPED = /["\\]/g;
 
 /** What one batch of a retention prune is told: rows older than `retentionMs`, at most `limit`. */
