@@ -91,20 +91,29 @@ describeEachBackend('dispatcher', ({ t, kind }) => {
   });
 
   it('a dispatcher whose LISTEN cannot be set up fails to start and claims no more', async () => {
+    // The LISTEN is refused only once the loop, started meanwhile, has looked and gone to sleep.
+    const refuse = gate();
     const db = new Proxy(t.db, {
       get(target, property, receiver) {
-        if (property === 'listen') return async () => Promise.reject(new Error('listen refused'));
+        if (property === 'listen') {
+          return async () => {
+            await refuse.promise;
+            throw new Error('listen refused');
+          };
+        }
         return Reflect.get(target, property, receiver);
       },
     });
     const receiver = new RecordingReceiver();
     const clock = new TestClock();
     const dispatcher = makeDispatcher(db, receiver, { clock, pollIntervalMs: HOUR });
-    await expect(dispatcher.start()).rejects.toThrow('listen refused');
-    // The loop that started claiming meanwhile has ended: nothing sleeps until its next look.
+    const starting = dispatcher.start();
+    await until(() => clock.sleeping === 1, 'the loop to look and sleep while LISTEN is being set up');
+    refuse.open();
+    await expect(starting).rejects.toThrow('listen refused');
+    // That loop has ended: nothing sleeps until its next look, and a one-off pass still works.
     expect(clock.sleeping).toBe(0);
     await makeService(t.db).create(OWNER, { at: new Date(Date.now() - 1_000).toISOString() }, api);
-    clock.advance(HOUR);
     expect(await dispatcher.runOnce()).toBe(1);
     expect(receiver.fires).toHaveLength(1);
     await dispatcher.stop();
