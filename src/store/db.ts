@@ -268,6 +268,9 @@ export interface PgDbReach extends PgConnectionOptions {
   target?: ParsedConnectionString;
 }
 
+/** The pools a PgDb has already given a listener for idle clients' errors. */
+const quietPools = new WeakSet<pg.Pool>();
+
 /** node-postgres returns int8 and numeric as strings already; PGlite is told to match. */
 export class PgDb implements Db {
   readonly kind = 'postgres' as const;
@@ -286,8 +289,12 @@ export class PgDb implements Db {
     this.#ownsPool = ownsPool;
     this.#reach = reach;
     this.named = (reach.pooler ?? 'none') !== 'transaction';
-    // An idle client that loses its connection must not crash the process.
-    pool.on('error', () => {});
+    // An idle client that loses its connection must not crash the process. Once a pool: an
+    // application may open several stores on its own pool (eleven listeners made Node warn).
+    if (!quietPools.has(pool)) {
+      quietPools.add(pool);
+      pool.on('error', () => {});
+    }
   }
 
   /**
