@@ -209,10 +209,7 @@ export class Dispatcher {
     try {
       this.#unlisten = await listening;
     } catch (error) {
-      this.#stopping = true;
-      this.#poke();
-      await this.#loop;
-      this.#loop = null;
+      await this.#endLoop();
       throw error;
     }
     this.#poke();
@@ -223,10 +220,7 @@ export class Dispatcher {
    * and gives their leases back so another worker fires them at once.
    */
   async stop(graceMs = 10_000): Promise<void> {
-    this.#stopping = true;
-    this.#poke();
-    await this.#loop;
-    this.#loop = null;
+    await this.#endLoop();
     await this.#unlisten?.();
     this.#unlisten = null;
     const running = [...this.#inFlight.values()];
@@ -250,6 +244,14 @@ export class Dispatcher {
         this.#logger.warn({ err: error }, 'could not release leases; they lapse by themselves'),
       );
     }
+  }
+
+  /** Stops claiming: the loop ends after the look under way. */
+  async #endLoop(): Promise<void> {
+    this.#stopping = true;
+    this.#poke();
+    await this.#loop;
+    this.#loop = null;
   }
 
   #poke(): void {

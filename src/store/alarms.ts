@@ -443,7 +443,8 @@ async function insertParts(
     }
     for (const r of await readInsert(ex, running.alarms, running.batch, answer, source)) {
       results.push(r);
-      // Only a batch without a savepoint deletes what it wrote when it stops.
+      // Kept for a batch without a savepoint, which deletes what it wrote when it stops (the
+      // redo after a taken key, in the same form, keeps them too, unused).
       if (form === 'skip' && !r.deduped) written.push(r.alarm.id);
     }
     if (stopped) return { written };
