@@ -16,6 +16,10 @@
  *   npx tsx bench/statement-cost.ts --batch=200 --iterations=40 \
  *     --variants='{"as is":"","no attempt FK":"ALTER TABLE chronos.wake_attempts DROP CONSTRAINT wake_attempts_wake_id_fkey"}'
  *
+ * `--library` times a library worker's statements instead of `chronos serve`'s: the claim without
+ * history and, finished timers kept for no time, the fired one-shots deleted (the head-to-head's
+ * fastest settings); its results go to `statement-cost-library-b<batch>.json`.
+ *
  * The first five iterations warm up (custom plans, then the generic plan) and are not counted.
  */
 import { decideOutcome } from '../src/dispatch/outcome.js';
@@ -34,6 +38,7 @@ import {
 const BATCH = numberArg('batch', 200);
 const ITERATIONS = numberArg('iterations', 40);
 const WARM_UP = 5;
+const LIBRARY = process.argv.includes('--library');
 const variantsArg = process.argv.find((a) => a.startsWith('--variants='))?.slice('--variants='.length);
 const variants: Record<string, string> = variantsArg ? JSON.parse(variantsArg) : { 'as is': '' };
 
@@ -83,13 +88,15 @@ async function iterate(v: Variant, i: number): Promise<void> {
   samples.load.push((await timed(v, () => loadDueAlarms(v.db, BATCH, `cost-${i}-`))) / BATCH);
   let claims: Awaited<ReturnType<typeof alarmsClaimDue>> = [];
   samples.claim.push(
-    (await timed(v, async () => (claims = await alarmsClaimDue(v.db, 'default', BATCH, 30_000)))) / BATCH,
+    (await timed(v, async () => (claims = await alarmsClaimDue(v.db, 'default', BATCH, 30_000, !LIBRARY)))) /
+      BATCH,
   );
   if (claims.length !== BATCH) throw new Error(`${v.name}: claimed ${claims.length} of ${BATCH}`);
   const now = new Date();
   const times = { startedAt: now, finishedAt: now, latenessMs: 1 };
   const outcomes = claims.map((c) => decideOutcome(c, { ok: true }, times, { baseMs: 1_000, maxMs: 60_000 }));
-  samples.record.push((await timed(v, () => alarmsRecordOutcomes(v.db, outcomes))) / BATCH);
+  const mode = LIBRARY ? { history: false, deleteFired: true } : undefined;
+  samples.record.push((await timed(v, () => alarmsRecordOutcomes(v.db, outcomes, mode))) / BATCH);
   samples.selectOne.push(await timed(v, () => v.db.query(selectOne)));
   samples.updateOne.push(await timed(v, () => v.db.query(updateOne)));
 }
@@ -116,8 +123,11 @@ try {
     );
     return row;
   });
-  const path = await writeResult(`statement-cost-b${BATCH}`, {
+  const path = await writeResult(`statement-cost${LIBRARY ? '-library' : ''}-b${BATCH}`, {
     batch: BATCH,
+    statements: LIBRARY
+      ? 'library worker: no history, fired one-shots deleted'
+      : 'chronos serve: with history',
     iterations: ITERATIONS,
     results,
   });

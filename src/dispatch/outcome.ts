@@ -108,6 +108,7 @@ function outcome(
 ): Outcome {
   return {
     alarmId: claim.alarm.id,
+    row: claim.row,
     leaseToken: claim.leaseToken,
     wakeId: claim.wakeId,
     attempt: claim.attempt,

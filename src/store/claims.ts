@@ -7,6 +7,11 @@
  * worker may take the row only after the lease lapses; an outcome is recorded only under the
  * token it was claimed with (fencing), so a worker whose lease lapsed cannot write over a newer
  * claim. (A library worker may instead hold its rows in a transaction: `claimHeld` below.)
+ *
+ * Rows are found by where they lie (`ctid`) wherever a statement knows it: a claim updates the rows
+ * its subquery locked, and a library worker's outcome goes first to where its claim left the row.
+ * A lookup by id in the primary key costs microseconds a row: without it a library worker's claim
+ * and its outcome took a quarter less of PostgreSQL's CPU (bench/README.md, "Drain").
  */
 import { alarmColumns, toAlarm, type AlarmRow } from './alarms.js';
 import { arrayLiteral, sql, textElement, type Executor } from './db.js';
@@ -24,8 +29,12 @@ const ALARM_COLUMNS = alarmColumns('c');
  * - Due means `next_fire_at <= now()` by the database clock (I5), and unclaimed or with a lease
  *   older than $2 ms. `FOR UPDATE SKIP LOCKED` lets any number of workers claim at once without
  *   taking the same row twice.
- * - `id = ANY(ARRAY(...))` keeps the index scan on `alarms_claim_idx` even under a generic
- *   prepared plan (an `IN (subquery)` form can turn into a scan of the whole table).
+ * - `ctid = ANY(ARRAY(...))` keeps the index scan on `alarms_claim_idx` even under a generic
+ *   prepared plan (an `IN (subquery)` form can turn into a scan of the whole table), and updates
+ *   the rows the subquery locked where it found them, without looking each one up again by id.
+ *   The locks keep them there: nothing else can update them before this statement does. (A row
+ *   updated by another transaction after this statement's snapshot was taken is locked in its
+ *   newest version, which the outer scan cannot see: it is left out of this claim, still due.)
  * - The wake row is written here, before anything is sent. A retry or a reclaim after a lapsed
  *   lease reuses the alarm's `wake_id`, so the webhook id is stable across attempts.
  * - A cron alarm that requires an ack and still has a delivered, unacknowledged and unescalated
@@ -38,8 +47,8 @@ const ALARM_COLUMNS = alarmColumns('c');
 const claimUpdate = (wakeId: string, extra = '') => `UPDATE chronos.alarms a
      SET claimed_at = now(), lease_token = (SELECT gen_random_uuid()), wake_id = coalesce(a.wake_id, ${wakeId}),
        fire_attempts = CASE WHEN a.wake_id IS NULL THEN 1 ELSE a.fire_attempts + 1 END
-     WHERE a.id = ANY(ARRAY(
-       SELECT id FROM chronos.alarms
+     WHERE a.ctid = ANY(ARRAY(
+       SELECT ctid FROM chronos.alarms
        WHERE (status = 'active' OR trigger = 'manual') AND queue = $3 AND next_fire_at <= now()
          AND (claimed_at IS NULL OR claimed_at <= now() - $2::int * interval '1 millisecond')
        ORDER BY next_fire_at
@@ -121,7 +130,8 @@ const claimUntracked = sql(
    RETURNING a.id::text AS id, a.idempotency_key, a.payload::text AS payload, a.kind, a.cron_expr, a.timezone,
      ${ms('a.next_fire_at')} AS next_fire_ms, ${ms('a.scheduled_for')} AS scheduled_ms, a.status,
      a.failure_count, a.max_failures, a.last_error, a.trigger, ${ms('a.held_occurrence')} AS held_ms,
-     a.traceparent, a.lease_token::text AS lease_token, a.wake_id::text AS wake_id, a.fire_attempts AS attempts,
+     a.traceparent, a.ctid::text AS row_ref, a.lease_token::text AS lease_token, a.wake_id::text AS wake_id,
+     a.fire_attempts AS attempts,
      ${ms('now()')} AS db_now_ms`,
 );
 
@@ -143,7 +153,7 @@ const claimHeld = sql(
   `SELECT a.id::text AS id, a.idempotency_key, a.payload::text AS payload, a.kind, a.cron_expr, a.timezone,
      ${ms('a.next_fire_at')} AS next_fire_ms, ${ms('a.scheduled_for')} AS scheduled_ms, a.status,
      a.failure_count, a.max_failures, a.last_error, a.trigger, ${ms('a.held_occurrence')} AS held_ms,
-     a.traceparent, '' AS lease_token, coalesce(a.wake_id, ${STABLE_WAKE_ID})::text AS wake_id,
+     a.traceparent, a.ctid::text AS row_ref, '' AS lease_token, coalesce(a.wake_id, ${STABLE_WAKE_ID})::text AS wake_id,
      CASE WHEN a.wake_id IS NULL THEN 1 ELSE a.fire_attempts + 1 END AS attempts, ${ms('now()')} AS db_now_ms
    FROM chronos.alarms a
    WHERE (a.status = 'active' OR a.trigger = 'manual') AND a.queue = $3 AND a.next_fire_at <= now()
@@ -169,6 +179,7 @@ interface UntrackedClaimRow {
   trigger: Alarm['trigger'];
   held_ms: number | null;
   traceparent: string;
+  row_ref: string;
   lease_token: string;
   wake_id: string;
   attempts: number;
@@ -194,6 +205,7 @@ function untrackedClaim(row: UntrackedClaimRow): Claim<ClaimedAlarm> {
       heldOccurrence: row.held_ms === null ? null : new Date(row.held_ms),
       traceparent: row.traceparent,
     },
+    row: row.row_ref,
     leaseToken: row.lease_token,
     wakeId: row.wake_id,
     attempt: row.attempts,
@@ -206,6 +218,11 @@ function untrackedClaim(row: UntrackedClaimRow): Claim<ClaimedAlarm> {
 /** `A`: the whole alarm (a claim with history), or what a claim without history reads. */
 export interface Claim<A extends ClaimedAlarm = Alarm> {
   alarm: A;
+  /**
+   * Where a claim without history left the alarm's row (its `ctid`): its outcome is written there
+   * first. Empty with history, whose outcomes are written by id.
+   */
+  row: string;
   leaseToken: string;
   wakeId: string;
   /** Delivery attempts of this wake, this one included (0 when coalesced). */
@@ -260,6 +277,7 @@ export async function alarmsClaimDue(
   const rows = await ex.query<ClaimRow>(claim, values);
   return rows.map((row) => ({
     alarm: toAlarm(row),
+    row: '',
     leaseToken: row.lease_token,
     wakeId: row.wake_id,
     attempt: row.attempts,
@@ -287,6 +305,8 @@ export async function alarmsClaimHeld(
 /** What became of one claimed delivery, with the alarm's new state computed by the dispatcher. */
 export interface Outcome {
   alarmId: string;
+  /** Where its claim left the alarm's row (`Claim.row`). */
+  row: string;
   leaseToken: string;
   wakeId: string;
   attempt: number;
@@ -311,6 +331,12 @@ export interface Outcome {
 /**
  * Records a batch of outcomes in one statement.
  *
+ * Without history the statements come in two forms: at the row (`atRow`), which finds each alarm
+ * where its claim left it (its `ctid`, among the batch's, with the same id), and by id. Outcomes go
+ * first to their rows; one whose row has moved since (another writer updated the alarm, keeping
+ * its lease) is then looked up by id, in a second statement. So is one fenced out, for nothing: it
+ * is rare, and the lookup finds the same.
+ *
  * Times travel as milliseconds since the epoch (int8): cheaper to write and to read than
  * timestamp text, on both sides.
  *
@@ -322,7 +348,7 @@ export interface Outcome {
 // What an outcome does to its alarm (from the rows `o`): under the lease token it was claimed
 // with, or (`held`) by id alone, the row locked by the recording's own transaction since its claim,
 // which wrote nothing: a retry then keeps the occurrence's wake id and attempts from the outcome.
-const recordOnAlarm = (held: boolean) => `UPDATE chronos.alarms a SET
+const recordOnAlarm = (held: boolean, rows: number | null) => `UPDATE chronos.alarms a SET
        -- Only a one-shot's last outcome changes its status: a cron alarm, or one waiting to retry,
        -- stays as it is now (active, or paused meanwhile).
        status = CASE WHEN a.kind = 'cron' OR o.result = 'retry' THEN a.status ELSE o.status END,
@@ -338,8 +364,15 @@ const recordOnAlarm = (held: boolean) => `UPDATE chronos.alarms a SET
        trigger = CASE WHEN o.result = 'retry' THEN a.trigger ELSE 'schedule' END,
        held_occurrence = CASE WHEN o.result = 'retry' THEN a.held_occurrence END,
        updated_at = now()
-     FROM o WHERE a.id = o.alarm_id${held ? '' : ' AND a.lease_token = o.lease_token'}`;
-const RECORD_ON_ALARM = recordOnAlarm(false);
+     FROM o WHERE ${whereRow(rows)}${held ? '' : ' AND a.lease_token = o.lease_token'}`;
+
+/**
+ * An outcome's alarm: among the rows at the places in parameter `rows` (its last, a `tid[]`) and
+ * with its id, or (null) by its id alone. The places are scanned as a set and joined to the
+ * outcomes by hash: a place per outcome, joined row by row, cost more than the index it spares.
+ */
+const whereRow = (rows: number | null) =>
+  rows === null ? 'a.id = o.alarm_id' : `a.ctid = ANY($${rows}::tid[]) AND a.id = o.alarm_id`;
 
 const record = sql(
   'alarms_record_outcomes',
@@ -357,7 +390,7 @@ const record = sql(
      AS u(alarm_id, lease_token, wake_id, attempt, result, status, next_fire_ms, scheduled_ms, failure_count,
           last_error, last_fired_ms, started_ms, finished_ms, lateness_ms, status_code)
    ), updated AS (
-     ${RECORD_ON_ALARM}
+     ${recordOnAlarm(false, null)}
      RETURNING a.id
    ), woken AS (
      UPDATE chronos.wakes w SET
@@ -384,11 +417,12 @@ const record = sql(
 
 /**
  * The same with no wake history: the alarm's row alone (a claim made with `history: false`). Its
- * second array is the lease tokens, or (`held`) the wake ids, with the attempts as an eleventh.
+ * second array is the lease tokens, or (`held`) the wake ids, with the attempts as an eleventh; at
+ * the row, the places come last.
  */
-const untrackedRecord = (name: string, held: boolean) =>
+const untrackedRecord = (name: string, held: boolean, atRow: boolean) =>
   sql(
-    name,
+    `${name}${atRow ? '_at_row' : ''}`,
     `WITH o AS (
      SELECT u.alarm_id, u.${held ? 'wake_id' : 'lease_token'}, u.result, u.status,
        timestamptz 'epoch' + u.next_fire_ms * interval '1 millisecond' AS next_fire_at,
@@ -400,11 +434,9 @@ const untrackedRecord = (name: string, held: boolean) =>
      AS u(alarm_id, ${held ? 'wake_id' : 'lease_token'}, result, status, next_fire_ms, scheduled_ms, failure_count,
           last_error, last_fired_ms${held ? ', attempt' : ''})
    )
-   ${recordOnAlarm(held)}
+   ${recordOnAlarm(held, atRow ? (held ? 11 : 10) : null)}
    RETURNING a.id::text AS id`,
   );
-const recordUntracked = untrackedRecord('alarms_record_outcomes_untracked', false);
-const recordHeld = untrackedRecord('alarms_record_outcomes_held', true);
 
 /**
  * A one-shot alarm's delivered outcome, when finished alarms are kept for no time at all
@@ -413,16 +445,25 @@ const recordHeld = untrackedRecord('alarms_record_outcomes_held', true);
  * entry, where marking the row `fired` writes four (bench/README.md, "Drain"): about a quarter of
  * the PostgreSQL CPU of an outcome.
  */
-const deleteFired = sql(
-  'alarms_delete_fired',
-  `DELETE FROM chronos.alarms a USING unnest($1::uuid[], $2::uuid[]) AS o(alarm_id, lease_token)
-   WHERE a.id = o.alarm_id AND a.lease_token = o.lease_token
+const deleteFiredOf = (held: boolean, atRow: boolean) =>
+  sql(
+    `alarms_delete_fired${held ? '_held' : ''}${atRow ? '_at_row' : ''}`,
+    held
+      ? `DELETE FROM chronos.alarms a USING unnest($1::uuid[]) AS o(alarm_id)
+   WHERE ${whereRow(atRow ? 2 : null)}
+   RETURNING a.id::text AS id`
+      : `DELETE FROM chronos.alarms a USING unnest($1::uuid[], $2::uuid[]) AS o(alarm_id, lease_token)
+   WHERE ${whereRow(atRow ? 3 : null)} AND a.lease_token = o.lease_token
    RETURNING a.id::text AS id`,
-);
-const deleteFiredHeld = sql(
-  'alarms_delete_fired_held',
-  `DELETE FROM chronos.alarms a WHERE a.id = ANY($1::uuid[]) RETURNING a.id::text AS id`,
-);
+  );
+
+/** The statements of a recording, at the row or by id. */
+const RECORDING = [false, true].map((atRow) => ({
+  untracked: untrackedRecord('alarms_record_outcomes_untracked', false, atRow),
+  held: untrackedRecord('alarms_record_outcomes_held', true, atRow),
+  deleteFired: deleteFiredOf(false, atRow),
+  deleteFiredHeld: deleteFiredOf(true, atRow),
+}));
 
 /** How outcomes are recorded: as the claim was made, and what becomes of a fired one-shot. */
 export interface RecordMode {
@@ -445,7 +486,26 @@ export async function alarmsRecordOutcomes(
   outcomes: readonly Outcome[],
   mode: RecordMode = WITH_HISTORY,
 ): Promise<Set<string>> {
+  // With history, by id: there the alarm's row is a small part of the recording, and its plan
+  // joined to the places was no cheaper (bench/README.md, "Drain").
+  if (mode.history) return recordOutcomes(ex, outcomes, mode, false);
+  const updated = await recordOutcomes(ex, outcomes, mode, true);
+  // Those whose rows moved since their claims, by id (see above).
+  const moved = updated.size === outcomes.length ? [] : outcomes.filter((o) => !updated.has(o.alarmId));
+  if (moved.length > 0) for (const id of await recordOutcomes(ex, moved, mode, false)) updated.add(id);
+  return updated;
+}
+
+async function recordOutcomes(
+  ex: Executor,
+  outcomes: readonly Outcome[],
+  mode: RecordMode,
+  atRow: boolean,
+): Promise<Set<string>> {
   if (outcomes.length === 0) return new Set();
+  const statements = RECORDING[atRow ? 1 : 0]!;
+  // A row's place quoted: `(page,item)` holds a comma. One never claimed is nowhere: (0,0).
+  const rows = (list: readonly Outcome[]) => (atRow ? [arrayLiteral(list.map(rowOf), textElement)] : []);
   if (!mode.history && mode.deleteFired) {
     const fired = outcomes.filter((o) => o.result === 'delivered' && o.status === 'fired');
     if (fired.length > 0) {
@@ -454,9 +514,13 @@ export async function alarmsRecordOutcomes(
       const held = mode.held ?? false;
       const [gone, updated] = await Promise.all([
         held
-          ? ex.query<{ id: string }>(deleteFiredHeld, [bare((o) => o.alarmId)])
-          : ex.query<{ id: string }>(deleteFired, [bare((o) => o.alarmId), bare((o) => o.leaseToken)]),
-        alarmsRecordOutcomes(ex, rest, { history: false, deleteFired: false, held }),
+          ? ex.query<{ id: string }>(statements.deleteFiredHeld, [bare((o) => o.alarmId), ...rows(fired)])
+          : ex.query<{ id: string }>(statements.deleteFired, [
+              bare((o) => o.alarmId),
+              bare((o) => o.leaseToken),
+              ...rows(fired),
+            ]),
+        recordOutcomes(ex, rest, { history: false, deleteFired: false, held }, atRow),
       ]);
       for (const row of gone) updated.add(row.id);
       return updated;
@@ -486,7 +550,7 @@ export async function alarmsRecordOutcomes(
     errors,
     lastFired,
   ];
-  const rows = mode.history
+  const result = mode.history
     ? await ex.query<{ id: string }>(record, [
         alarmIds,
         leaseTokens,
@@ -499,15 +563,18 @@ export async function alarmsRecordOutcomes(
         bare((o) => o.statusCode),
       ])
     : mode.held
-      ? await ex.query<{ id: string }>(recordHeld, [
+      ? await ex.query<{ id: string }>(statements.held, [
           alarmIds,
           bare((o) => o.wakeId),
           ...onAlarm.slice(2),
           bare((o) => o.attempt),
+          ...rows(outcomes),
         ])
-      : await ex.query<{ id: string }>(recordUntracked, onAlarm);
-  return new Set(rows.map((r) => r.id));
+      : await ex.query<{ id: string }>(statements.untracked, [...onAlarm, ...rows(outcomes)]);
+  return new Set(result.map((r) => r.id));
 }
+
+const rowOf = (o: Outcome): string => o.row || '(0,0)';
 
 // Gives leases back (shutdown): the rows are due again at once for any worker.
 const release = sql(
