@@ -9,7 +9,8 @@ import { expect, it } from 'vitest';
 import type { Db } from '../../src/store/db.js';
 import { sql } from '../../src/store/db.js';
 import type { ClaimedAlarm } from '../../src/types.js';
-import { describeEachBackend } from '../support/backends.js';
+import { alarmsClaimDue } from '../../src/store/claims.js';
+import { describeEachBackend, postgresOnly } from '../support/backends.js';
 import {
   alarmRow,
   backdate,
@@ -38,7 +39,16 @@ function naming(db: Db, names: string[]): Db {
   });
 }
 
-describeEachBackend('outcomes at the claimed row', ({ t }) => {
+const loadDue = sql(
+  'test_load_due_timers',
+  `INSERT INTO chronos.alarms (owner_did, user_id, kind, fire_at, next_fire_at, scheduled_for, idempotency_key,
+     payload, source, queue)
+   SELECT 'did:matrix:00000000-0000-0000-0000-000000000000:lib', '', 'once', t, t, t, 'due-' || i, '{}'::jsonb,
+     'library', 'default'
+   FROM generate_series(1, $1::int) AS i, LATERAL (SELECT now() - interval '1 second') AS d(t)`,
+);
+
+describeEachBackend('outcomes at the claimed row', ({ t, kind }) => {
   const place = async (id: string) => (await t.db.query<{ place: string }>(placeOf, [id]))[0]!.place;
 
   it('with history (recorded by id): a delivery whose alarm was relabelled meanwhile is recorded, its wake delivered', async () => {
@@ -142,4 +152,22 @@ describeEachBackend('outcomes at the claimed row', ({ t }) => {
     expect(row).toMatchObject({ status: 'active', claimed_at: null, lease_token: null });
     expect(new Date(row.next_fire_at as string | Date).getTime()).toBe(later.getTime());
   });
+
+  postgresOnly(
+    kind,
+    'claims at once need several connections',
+    'claims made at once by four workers, each updating the rows it locked where it found them, never take a timer twice',
+    async () => {
+      await t.db.query(loadDue, [600]);
+      const taken = new Map<string, number>();
+      for (let round = 0; round < 20 && taken.size < 600; round++) {
+        const claims = await Promise.all(
+          Array.from({ length: 4 }, () => alarmsClaimDue(t.db, 'default', 100, 30_000, false)),
+        );
+        for (const c of claims.flat()) taken.set(c.alarm.id, (taken.get(c.alarm.id) ?? 0) + 1);
+      }
+      expect(taken.size).toBe(600);
+      expect([...taken.values()].filter((n) => n > 1)).toEqual([]);
+    },
+  );
 });
