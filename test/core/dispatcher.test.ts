@@ -6,6 +6,7 @@ import { describeEachBackend, postgresOnly } from '../support/backends.js';
 import {
   alarmRow,
   backdate,
+  countingDb,
   gate,
   makeDispatcher,
   makeService,
@@ -245,18 +246,7 @@ describeEachBackend('dispatcher', ({ t, kind }) => {
       const { alarm } = await service.create(OWNER, { inSeconds: 1 }, api);
       await backdate(t.db, alarm.id, 2_000);
     }
-    const statements: string[] = [];
-    const db = new Proxy(t.db, {
-      get(target, property, receiver) {
-        if (property === 'query') {
-          return (statement: { name: string }, values?: unknown[]) => {
-            statements.push(statement.name);
-            return target.query(statement as never, values);
-          };
-        }
-        return Reflect.get(target, property, receiver);
-      },
-    });
+    const { db, statements } = countingDb(t.db);
     const receiver = new RecordingReceiver();
     receiver.behave = (fire) =>
       fire.alarm.id < '8' ? { ok: true } : { ok: false, retryable: true, error: 'try again' };

@@ -6,7 +6,6 @@
  * by id alone: the case is kept here as the check that a moved row changes nothing there either.)
  */
 import { expect, it } from 'vitest';
-import type { Db } from '../../src/store/db.js';
 import { sql } from '../../src/store/db.js';
 import type { ClaimedAlarm } from '../../src/types.js';
 import { alarmsClaimDue } from '../../src/store/claims.js';
@@ -14,6 +13,7 @@ import { describeEachBackend, postgresOnly } from '../support/backends.js';
 import {
   alarmRow,
   backdate,
+  countingDb,
   makeDispatcher,
   makeService,
   OWNER,
@@ -23,21 +23,6 @@ import { libraryOn } from '../support/library.js';
 
 const api = { source: 'api' } as const;
 const placeOf = sql('test_alarm_ctid', 'SELECT ctid::text AS place FROM chronos.alarms WHERE id = $1');
-
-/** `db`, with the name of every statement it is sent. */
-function naming(db: Db, names: string[]): Db {
-  return new Proxy(db, {
-    get(target, property, receiver) {
-      if (property === 'query') {
-        return (statement: { name: string }, values?: unknown[]) => {
-          names.push(statement.name);
-          return target.query(statement as never, values);
-        };
-      }
-      return Reflect.get(target, property, receiver);
-    },
-  });
-}
 
 const loadDue = sql(
   'test_load_due_timers',
@@ -55,7 +40,7 @@ describeEachBackend('outcomes at the claimed row', ({ t, kind }) => {
     const service = makeService(t.db);
     const { alarm } = await service.create(OWNER, { inSeconds: 1 }, api);
     await backdate(t.db, alarm.id, 2_000);
-    const names: string[] = [];
+    const counted = countingDb(t.db);
     const receiver = new RecordingReceiver();
     let claimedAt = '';
     receiver.behave = async (fire) => {
@@ -63,9 +48,9 @@ describeEachBackend('outcomes at the claimed row', ({ t, kind }) => {
       await service.update(OWNER, { id: fire.alarm.id }, { label: 'relabelled in flight' }, api);
       return { ok: true };
     };
-    expect(await makeDispatcher(naming(t.db, names), receiver).runOnce()).toBe(1);
+    expect(await makeDispatcher(counted.db, receiver).runOnce()).toBe(1);
     expect(await place(alarm.id)).not.toBe(claimedAt);
-    expect(names).toEqual(['alarms_claim_due', 'alarms_record_outcomes']);
+    expect(counted.statements).toEqual(['alarms_claim_due', 'alarms_record_outcomes']);
     const row = await alarmRow(t.db, alarm.id);
     expect(row).toMatchObject({ status: 'fired', claimed_at: null, lease_token: null });
     const [wake] = await t.db.query<{ status: string; attempts: number }>(
@@ -89,7 +74,7 @@ describeEachBackend('outcomes at the claimed row', ({ t, kind }) => {
     const still = await chronos.schedule(null, { key: 'still', inSeconds: 1 });
     await backdate(t.db, moved.id, 2_000);
     await backdate(t.db, still.id, 2_000);
-    const names: string[] = [];
+    const counted = countingDb(t.db);
     const receiver = new RecordingReceiver<ClaimedAlarm>();
     // Both deliveries end once the change is made, so their outcomes are recorded together.
     let change: Promise<unknown> | null = null;
@@ -97,9 +82,9 @@ describeEachBackend('outcomes at the claimed row', ({ t, kind }) => {
       await (change ??= chronos.reschedule(null, 'moved', { payload: { in: 'flight' } }));
       return { ok: true };
     };
-    const worker = makeDispatcher(naming(t.db, names), receiver, { queue: 'default', history: false });
+    const worker = makeDispatcher(counted.db, receiver, { queue: 'default', history: false });
     expect(await worker.runOnce()).toBe(2);
-    expect(names).toEqual([
+    expect(counted.statements).toEqual([
       'alarms_claim_due_untracked',
       'alarms_record_outcomes_untracked_at_row',
       'alarms_record_outcomes_untracked',
@@ -117,19 +102,19 @@ describeEachBackend('outcomes at the claimed row', ({ t, kind }) => {
     const chronos = await libraryOn(t);
     const timer = await chronos.schedule(null, { key: 'gone', inSeconds: 1 });
     await backdate(t.db, timer.id, 2_000);
-    const names: string[] = [];
+    const counted = countingDb(t.db);
     const receiver = new RecordingReceiver<ClaimedAlarm>();
     receiver.behave = async () => {
       await chronos.reschedule(null, 'gone', { payload: { in: 'flight' } });
       return { ok: true };
     };
-    const worker = makeDispatcher(naming(t.db, names), receiver, {
+    const worker = makeDispatcher(counted.db, receiver, {
       queue: 'default',
       history: false,
       deleteFired: true,
     });
     expect(await worker.runOnce()).toBe(1);
-    expect(names).toEqual([
+    expect(counted.statements).toEqual([
       'alarms_claim_due_untracked',
       'alarms_delete_fired_at_row',
       'alarms_delete_fired',

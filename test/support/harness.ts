@@ -180,6 +180,26 @@ export function counting(ex: Executor): Executor & { statements: string[] } {
   };
 }
 
+/**
+ * `db` as a dispatcher takes it, with the name of every statement sent through its `query` kept in
+ * `statements` (`counting` for a whole store).
+ */
+export function countingDb(db: Db): { db: Db; statements: string[] } {
+  const statements: string[] = [];
+  const wrapped = new Proxy(db, {
+    get(target, property, receiver) {
+      if (property === 'query') {
+        return (statement: Statement, values?: readonly unknown[]) => {
+          statements.push(statement.name);
+          return target.query(statement, values);
+        };
+      }
+      return Reflect.get(target, property, receiver);
+    },
+  });
+  return { db: wrapped, statements };
+}
+
 const maxFailures3 = sql('test_max_failures_3', 'UPDATE chronos.alarms SET max_failures = 3 WHERE id = $1');
 
 /**
