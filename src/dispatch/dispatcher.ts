@@ -41,6 +41,7 @@ import {
   startSpan,
   traceparentOf,
   tracingOn,
+  type Span,
 } from '../tracing.js';
 import { decideOutcome } from './outcome.js';
 import type { RetryPolicy } from './retry-policy.js';
@@ -92,6 +93,23 @@ export interface DispatcherSettings {
   deliveryTimeoutMs?: number;
   retry?: RetryPolicy;
   random?: () => number;
+}
+
+/** One delivery under way: when it started, its span, and the receiver's answer or its promise. */
+interface Attempt {
+  startedPerf: number;
+  startedAt: Date;
+  latenessMs: number;
+  span: Span | null;
+  delivery: Delivery | 'coalesced' | Promise<Delivery>;
+}
+
+/** The `done` of a delivery that ended as it started. */
+const ENDED: Promise<void> = Promise.resolve();
+
+/** A receiver that threw instead of answering: a retryable failure. */
+function receiverError(error: unknown): Delivery {
+  return { ok: false, retryable: true, error: `receiver error: ${(error as Error).message}` };
 }
 
 interface InFlight {
@@ -429,7 +447,7 @@ export class Dispatcher {
       claim,
       abort,
       released: false,
-      done: Promise.resolve(),
+      done: ENDED,
       settled: false,
       time,
       startedAt: null,
@@ -437,64 +455,94 @@ export class Dispatcher {
     };
     this.#inFlight.set(claim, flight);
     this.#metrics?.inFlight.set(this.#inFlight.size);
-    flight.done = this.#deliver(flight, time, tracing)
-      .then((outcome) => {
-        if (outcome) onOutcome(outcome);
-      })
-      .finally(() => {
-        flight.settled = true;
-        settled();
-        this.#inFlight.delete(claim);
-        this.#metrics?.inFlight.set(this.#inFlight.size);
-        if (this.#inFlight.size === this.#concurrency - 1) this.#poke();
-      });
+    const attempt = this.#start(flight, time, tracing);
+    const { delivery } = attempt;
+    if (delivery instanceof Promise) {
+      flight.done = delivery
+        .then(
+          (d) => this.#finish(flight, attempt, d),
+          (error: unknown) => this.#finish(flight, attempt, receiverError(error)),
+        )
+        .then(
+          (outcome) => this.#end(flight, outcome, settled, onOutcome),
+          () => this.#end(flight, null, settled, onOutcome),
+        );
+    } else {
+      // Answered at once (an in-process handler that returned): finished now, with no promise
+      // and no closure (a fire's CPU in a cold worker, bench/README.md "Drain").
+      let outcome: Outcome | null = null;
+      try {
+        outcome = this.#finish(flight, attempt, delivery);
+      } finally {
+        this.#end(flight, outcome, settled, onOutcome);
+      }
+    }
     return flight;
   }
 
-  /** Delivers one claim; its outcome, or null when it was released meanwhile (stop). */
-  async #deliver(flight: InFlight, time: DbTime, tracing: boolean): Promise<Outcome | null> {
+  /** A delivery has ended: its outcome (if any) handed on, its slot freed. */
+  #end(
+    flight: InFlight,
+    outcome: Outcome | null,
+    settled: () => void,
+    onOutcome: (outcome: Outcome) => void,
+  ): void {
+    if (outcome) onOutcome(outcome);
+    flight.settled = true;
+    settled();
+    this.#inFlight.delete(flight.claim);
+    this.#metrics?.inFlight.set(this.#inFlight.size);
+    if (this.#inFlight.size === this.#concurrency - 1) this.#poke();
+  }
+
+  /** Starts delivering one claim: what was handed to the receiver, and its answer (or the promise of one). */
+  #start(flight: InFlight, time: DbTime, tracing: boolean): Attempt {
     const { claim } = flight;
     const startedPerf = performance.now();
     const startedAt = time.at(startedPerf);
     const latenessMs = Math.max(0, startedAt.getTime() - claim.alarm.scheduledFor.getTime());
     flight.startedAt = startedAt;
     flight.latenessMs = latenessMs;
+    if (claim.coalesced) return { startedPerf, startedAt, latenessMs, span: null, delivery: 'coalesced' };
     // A child of the span that created the alarm: one trace from the request to the webhook.
-    const span =
-      tracing && !claim.coalesced
-        ? startSpan(
-            'chronos.deliver',
-            {
-              'chronos.alarm_id': claim.alarm.id,
-              'chronos.wake_id': claim.wakeId,
-              'chronos.attempt': claim.attempt,
-              'chronos.lateness_ms': latenessMs,
-              'chronos.trigger': claim.alarm.trigger,
-            },
-            contextOf(claim.alarm.traceparent),
-            SpanKind.PRODUCER,
-          )
-        : null;
-    let delivery: Delivery | 'coalesced';
-    if (claim.coalesced) {
-      delivery = 'coalesced';
-    } else {
-      const fire: Fire<ClaimedAlarm> = {
-        alarm: claim.alarm,
-        wakeId: claim.wakeId,
-        attempt: claim.attempt,
-        fireCount: claim.fireCount,
-        trigger: claim.alarm.trigger,
-        traceparent: (span && traceparentOf(span)) || claim.alarm.traceparent,
-        scheduledFor: claim.alarm.scheduledFor,
-        firedAt: startedAt,
-        latenessMs,
-      };
-      try {
-        delivery = await this.#receiver.deliver(fire, flight.abort.signal);
-      } catch (error) {
-        delivery = { ok: false, retryable: true, error: `receiver error: ${(error as Error).message}` };
-      }
+    const span = tracing
+      ? startSpan(
+          'chronos.deliver',
+          {
+            'chronos.alarm_id': claim.alarm.id,
+            'chronos.wake_id': claim.wakeId,
+            'chronos.attempt': claim.attempt,
+            'chronos.lateness_ms': latenessMs,
+            'chronos.trigger': claim.alarm.trigger,
+          },
+          contextOf(claim.alarm.traceparent),
+          SpanKind.PRODUCER,
+        )
+      : null;
+    const fire: Fire<ClaimedAlarm> = {
+      alarm: claim.alarm,
+      wakeId: claim.wakeId,
+      attempt: claim.attempt,
+      fireCount: claim.fireCount,
+      trigger: claim.alarm.trigger,
+      traceparent: (span && traceparentOf(span)) || claim.alarm.traceparent,
+      scheduledFor: claim.alarm.scheduledFor,
+      firedAt: startedAt,
+      latenessMs,
+    };
+    let delivery: Delivery | Promise<Delivery>;
+    try {
+      delivery = this.#receiver.deliver(fire, flight.abort.signal);
+    } catch (error) {
+      delivery = receiverError(error);
+    }
+    return { startedPerf, startedAt, latenessMs, span, delivery };
+  }
+
+  /** Ends one delivery with its answer: its outcome, or null when it was released meanwhile (stop). */
+  #finish(flight: InFlight, attempt: Attempt, delivery: Delivery | 'coalesced'): Outcome | null {
+    const { startedPerf, startedAt, latenessMs, span } = attempt;
+    if (delivery !== 'coalesced') {
       this.#metrics?.attemptSeconds.observe(
         { receiver: this.#receiver.name },
         (performance.now() - startedPerf) / 1000,
@@ -507,9 +555,9 @@ export class Dispatcher {
       }
     }
     if (flight.released) return null;
-    const finishedAt = time.at(performance.now());
+    const finishedAt = flight.time.at(performance.now());
     const outcome = decideOutcome(
-      claim,
+      flight.claim,
       delivery,
       { startedAt, finishedAt, latenessMs },
       this.#retry,

@@ -29,9 +29,10 @@ export class HandlerReceiver implements Receiver<ClaimedAlarm> {
 
   constructor(private readonly handler: TimerHandler) {}
 
-  async deliver(fire: Fire<ClaimedAlarm>, signal: AbortSignal): Promise<Delivery> {
+  deliver(fire: Fire<ClaimedAlarm>, signal: AbortSignal): Delivery | Promise<Delivery> {
+    let result: unknown;
     try {
-      await this.handler({
+      result = this.handler({
         key: fire.alarm.idempotencyKey,
         alarmId: fire.alarm.id,
         payload: fire.alarm.payload.parse(),
@@ -43,10 +44,26 @@ export class HandlerReceiver implements Receiver<ClaimedAlarm> {
         wakeId: fire.wakeId,
         signal,
       });
-      return { ok: true };
     } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
-      return { ok: false, retryable: true, error: `handler threw: ${message}` };
+      return threw(error);
     }
+    // A handler that returned (not a promise) has answered: no promise is made for it.
+    if (!isThenable(result)) return DELIVERED;
+    return Promise.resolve(result).then(() => DELIVERED, threw);
   }
+}
+
+const DELIVERED: Delivery = { ok: true };
+
+function threw(error: unknown): Delivery {
+  const message = error instanceof Error ? error.message : String(error);
+  return { ok: false, retryable: true, error: `handler threw: ${message}` };
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return (
+    value !== null &&
+    (typeof value === 'object' || typeof value === 'function') &&
+    typeof (value as { then?: unknown }).then === 'function'
+  );
 }

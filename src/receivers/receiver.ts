@@ -43,9 +43,11 @@ export interface Receiver<A extends ClaimedAlarm = Alarm> {
   readonly name: string;
   /**
    * Must settle; `signal` aborts when the lease would otherwise be outlived. Never throws. A
-   * property, not a method, so that TypeScript checks what of the alarm it needs.
+   * property, not a method, so that TypeScript checks what of the alarm it needs. A receiver that
+   * knows the answer at once (an in-process handler that returned) gives it as it is: the
+   * dispatcher then finishes the delivery without a promise.
    */
-  deliver: (fire: Fire<A>, signal: AbortSignal) => Promise<Delivery>;
+  deliver: (fire: Fire<A>, signal: AbortSignal) => Delivery | Promise<Delivery>;
   /**
    * Optional: how long the dispatcher should wait before claiming more (the receiver's target is
    * known to be unreachable), 0 to claim now. Held wakes are not attempted, so an outage delays

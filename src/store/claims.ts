@@ -345,6 +345,16 @@ export interface Outcome {
  * The wake records a delivery even when fenced — it happened — but gives up on its occurrence
  * only when the alarm update went through. Every attempt is added to the wake's history.
  */
+// What a recording answers, from the ids of the alarms it wrote (`written`): NULL when it wrote
+// the alarm of every outcome (its ids, $1, all distinct then: the same alarm twice in one batch,
+// under two leases, is written once at most), else those ids, comma-separated ('' for none). One
+// row, and in the usual case nothing in it to read: a row per alarm was about a tenth of a library
+// worker's CPU a fire (bench/README.md, "Drain").
+const WRITTEN_FROM = (written: string) =>
+  `SELECT CASE WHEN count(*) = cardinality($1::uuid[]) THEN NULL
+     ELSE coalesce(string_agg(id::text, ','), '') END AS written
+   FROM ${written}`;
+
 // What an outcome does to its alarm (from the rows `o`): under the lease token it was claimed
 // with, or (`held`) by id alone, the row locked by the recording's own transaction since its claim,
 // which wrote nothing: a retry then keeps the occurrence's wake id and attempts from the outcome.
@@ -412,7 +422,7 @@ const record = sql(
      FROM o WHERE o.result <> 'coalesced' AND o.wake_id IN (SELECT id FROM woken)
      ON CONFLICT DO NOTHING
    )
-   SELECT id::text AS id FROM updated`,
+   ${WRITTEN_FROM('updated')}`,
 );
 
 /**
@@ -433,9 +443,11 @@ const untrackedRecord = (name: string, held: boolean, atRow: boolean) =>
        $9::int8[]${held ? ', $10::int[]' : ''})
      AS u(alarm_id, ${held ? 'wake_id' : 'lease_token'}, result, status, next_fire_ms, scheduled_ms, failure_count,
           last_error, last_fired_ms${held ? ', attempt' : ''})
+   ), written AS (
+     ${recordOnAlarm(held, atRow ? (held ? 11 : 10) : null)}
+     RETURNING a.id
    )
-   ${recordOnAlarm(held, atRow ? (held ? 11 : 10) : null)}
-   RETURNING a.id::text AS id`,
+   ${WRITTEN_FROM('written')}`,
   );
 
 /**
@@ -449,12 +461,18 @@ const deleteFiredOf = (held: boolean, atRow: boolean) =>
   sql(
     `alarms_delete_fired${held ? '_held' : ''}${atRow ? '_at_row' : ''}`,
     held
-      ? `DELETE FROM chronos.alarms a USING unnest($1::uuid[]) AS o(alarm_id)
-   WHERE ${whereRow(atRow ? 2 : null)}
-   RETURNING a.id::text AS id`
-      : `DELETE FROM chronos.alarms a USING unnest($1::uuid[], $2::uuid[]) AS o(alarm_id, lease_token)
-   WHERE ${whereRow(atRow ? 3 : null)} AND a.lease_token = o.lease_token
-   RETURNING a.id::text AS id`,
+      ? `WITH written AS (
+     DELETE FROM chronos.alarms a USING unnest($1::uuid[]) AS o(alarm_id)
+     WHERE ${whereRow(atRow ? 2 : null)}
+     RETURNING a.id
+   )
+   ${WRITTEN_FROM('written')}`
+      : `WITH written AS (
+     DELETE FROM chronos.alarms a USING unnest($1::uuid[], $2::uuid[]) AS o(alarm_id, lease_token)
+     WHERE ${whereRow(atRow ? 3 : null)} AND a.lease_token = o.lease_token
+     RETURNING a.id
+   )
+   ${WRITTEN_FROM('written')}`,
   );
 
 /** The statements of a recording, at the row or by id. */
@@ -514,15 +532,15 @@ async function recordOutcomes(
       const held = mode.held ?? false;
       const [gone, updated] = await Promise.all([
         held
-          ? ex.query<{ id: string }>(statements.deleteFiredHeld, [bare((o) => o.alarmId), ...rows(fired)])
-          : ex.query<{ id: string }>(statements.deleteFired, [
+          ? ex.query<Written>(statements.deleteFiredHeld, [bare((o) => o.alarmId), ...rows(fired)])
+          : ex.query<Written>(statements.deleteFired, [
               bare((o) => o.alarmId),
               bare((o) => o.leaseToken),
               ...rows(fired),
             ]),
         recordOutcomes(ex, rest, { history: false, deleteFired: false, held }, atRow),
       ]);
-      for (const row of gone) updated.add(row.id);
+      for (const id of writtenIds(fired, gone)) updated.add(id);
       return updated;
     }
   }
@@ -551,7 +569,7 @@ async function recordOutcomes(
     lastFired,
   ];
   const result = mode.history
-    ? await ex.query<{ id: string }>(record, [
+    ? await ex.query<Written>(record, [
         alarmIds,
         leaseTokens,
         bare((o) => o.wakeId),
@@ -563,18 +581,28 @@ async function recordOutcomes(
         bare((o) => o.statusCode),
       ])
     : mode.held
-      ? await ex.query<{ id: string }>(statements.held, [
+      ? await ex.query<Written>(statements.held, [
           alarmIds,
           bare((o) => o.wakeId),
           ...onAlarm.slice(2),
           bare((o) => o.attempt),
           ...rows(outcomes),
         ])
-      : await ex.query<{ id: string }>(statements.untracked, [...onAlarm, ...rows(outcomes)]);
-  return new Set(result.map((r) => r.id));
+      : await ex.query<Written>(statements.untracked, [...onAlarm, ...rows(outcomes)]);
+  return new Set(writtenIds(outcomes, result));
 }
 
 const rowOf = (o: Outcome): string => o.row || '(0,0)';
+
+/** A recording's answer (see WRITTEN_FROM). */
+type Written = { written: string | null };
+
+/** The ids of the alarms a recording of `outcomes` wrote, from its answer. */
+function writtenIds(outcomes: readonly Outcome[], [answer]: Written[]): string[] {
+  const written = answer!.written;
+  if (written === null) return outcomes.map((o) => o.alarmId);
+  return written === '' ? [] : written.split(',');
+}
 
 // Gives leases back (shutdown): the rows are due again at once for any worker.
 const release = sql(
