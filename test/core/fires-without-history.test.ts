@@ -7,6 +7,7 @@
  */
 import { expect, it } from 'vitest';
 import type { Delivery } from '../../src/receivers/receiver.js';
+import { alarmsGet } from '../../src/store/alarms.js';
 import { alarmsClaimDue } from '../../src/store/claims.js';
 import { sql } from '../../src/store/db.js';
 import { describeEachBackend } from '../support/backends.js';
@@ -62,6 +63,64 @@ describeEachBackend('library fires without history', ({ t }) => {
     const timer = await dueTimer('flaky', { inSeconds: 1 });
     await expectRetriesToTheCeiling(t.db, untracked, timer.id);
     expect(await history()).toBe(0);
+  });
+
+  it('a claim reads each timer as stored, the usual values (answered as NULL) and others alike', async () => {
+    const usual = await dueTimer('usual');
+    const unusual = await dueTimer('unusual', {
+      cron: '0 9 * * 1-5',
+      timezone: 'Europe/Paris',
+      maxFailures: 3,
+      payload: { n: 2 ** 53 + 2, text: 'x' },
+    });
+    // What a timer holds after failures, a "fire now" while paused and a trace: none of the usual.
+    await t.db.query(
+      sql(
+        'test_unusual_alarm',
+        `UPDATE chronos.alarms SET failure_count = 2, last_error = 'boom', status = 'paused', trigger = 'manual',
+           next_fire_at = now() - interval '1 second', held_occurrence = now() - interval '1 day',
+           scheduled_for = now() - interval '1 hour',
+           traceparent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01'
+         WHERE id = $1`,
+      ),
+      [unusual.id],
+    );
+    const claims = await alarmsClaimDue(t.db, 'default', 10, 30_000, false);
+    expect(claims).toHaveLength(2);
+    for (const id of [usual.id, unusual.id]) {
+      const stored = (await alarmsGet(t.db, LIB.did, id))!;
+      const claimed = claims.find((c) => c.alarm.id === id)!.alarm;
+      const { payload, ...rest } = claimed;
+      expect(rest).toEqual({
+        id,
+        kind: stored.kind,
+        cronExpr: stored.cronExpr,
+        timezone: stored.timezone,
+        nextFireAt: stored.nextFireAt,
+        scheduledFor: stored.scheduledFor,
+        status: stored.status,
+        idempotencyKey: stored.idempotencyKey,
+        maxFailures: stored.maxFailures,
+        failureCount: stored.failureCount,
+        lastError: stored.lastError,
+        trigger: stored.trigger,
+        heldOccurrence: stored.heldOccurrence,
+        traceparent: stored.traceparent,
+      });
+      expect(String(payload)).toBe(String(stored.payload));
+    }
+    const other = claims.find((c) => c.alarm.id === unusual.id)!.alarm;
+    expect(other).toMatchObject({
+      kind: 'cron',
+      timezone: 'Europe/Paris',
+      status: 'paused',
+      trigger: 'manual',
+    });
+    expect(other).toMatchObject({ maxFailures: 3, failureCount: 2, lastError: 'boom' });
+    expect(other.scheduledFor.getTime()).toBeLessThan(other.nextFireAt.getTime());
+    // One lease token for the claim, as the rows hold it.
+    expect(new Set(claims.map((c) => c.leaseToken)).size).toBe(1);
+    expect((await alarmRow(t.db, usual.id)).lease_token).toBe(claims[0]!.leaseToken);
   });
 
   it('a lapsed lease is reclaimed with the same wake id, as attempt 2', async () => {
