@@ -658,8 +658,8 @@ export class Dispatcher {
  * An empty array made for objects. A `[]` starts out made for small integers and changes kind on
  * its first object; the optimised code that pushes outcomes, shared by every dispatcher of the
  * process, was deoptimised by each new one (V8: "not a Smi"), and the delivery code it is inlined
- * in compiled again (bench/README.md, "Drain"). `#pending` is made once, this way, and emptied in
- * place.
+ * in compiled again (bench/README.md, "Drain"). `#pending` starts this way and is emptied in
+ * place (or replaced by a concatenation, also made for objects), never by a new `[]`.
  */
 function objectList<T extends object>(): T[] {
   const list: (T | null)[] = [null];
