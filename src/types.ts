@@ -17,6 +17,8 @@ export type WakeStatus = (typeof WAKE_STATUSES)[number];
 export const ROUTER_QUEUE = 'router';
 /** The queue of a library timer that names none. */
 export const DEFAULT_QUEUE = 'default';
+/** Failed deliveries of one occurrence before it is given up, when an alarm says nothing (§2: the column's default). */
+export const DEFAULT_MAX_FAILURES = 5;
 
 /** One row of `alarms`: one scheduled wake (I1). */
 export interface Alarm {

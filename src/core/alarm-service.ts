@@ -47,7 +47,14 @@ import {
 } from '../store/alarms.js';
 import type { DbClock } from '../store/db-clock.js';
 import type { Executor } from '../store/db.js';
-import { ALARM_STATUSES, DEFAULT_QUEUE, ROUTER_QUEUE, type Alarm, type AlarmSource } from '../types.js';
+import {
+  ALARM_STATUSES,
+  DEFAULT_MAX_FAILURES,
+  DEFAULT_QUEUE,
+  ROUTER_QUEUE,
+  type Alarm,
+  type AlarmSource,
+} from '../types.js';
 import { LIMITS, SCHEDULE_FIELDS, type AlarmSpec } from './alarm-spec.js';
 import { isUuid, type Owner } from './owner.js';
 import { codePoints, isStorable } from './text.js';
@@ -417,7 +424,7 @@ export class AlarmService {
       payload: spec.payload === undefined ? '{}' : payloadText(spec.payload),
       storedPayload: spec.payload === undefined ? '{}' : spec.payload.stored,
       idempotencyKey: spec.idempotencyKey ?? '',
-      maxFailures: spec.maxFailures ?? 5,
+      maxFailures: spec.maxFailures ?? DEFAULT_MAX_FAILURES,
       requireAck,
       queue,
       traceparent,

@@ -35,7 +35,7 @@ import {
   scheduleFileLock,
   type FileEntryRecord,
 } from '../store/schedule-file-entries.js';
-import { ROUTER_QUEUE, type Alarm, type AlarmStatus } from '../types.js';
+import { DEFAULT_MAX_FAILURES, ROUTER_QUEUE, type Alarm, type AlarmStatus } from '../types.js';
 import type { AlarmService } from './alarm-service.js';
 import type { AlarmSpec } from './alarm-spec.js';
 import type { Owner } from './owner.js';
@@ -293,7 +293,7 @@ export class SchedulesFileService {
       conversationId: spec.conversationId ?? '',
       wakeMessage: spec.wakeMessage ?? '',
       payload: spec.payload === undefined ? '{}' : canonicalJson(spec.payload.text),
-      maxFailures: spec.maxFailures ?? 5,
+      maxFailures: spec.maxFailures ?? DEFAULT_MAX_FAILURES,
       requireAck: spec.requireAck ?? true,
     };
   }

@@ -17,7 +17,7 @@ import { randomUUID } from 'node:crypto';
 import { alarmColumns, toAlarm, type AlarmRow } from './alarms.js';
 import { arrayLiteral, sql, textElement, type Executor } from './db.js';
 import { RawJson } from '../json.js';
-import type { Alarm, AlarmStatus, ClaimedAlarm } from '../types.js';
+import { DEFAULT_MAX_FAILURES, type Alarm, type AlarmStatus, type ClaimedAlarm } from '../types.js';
 
 const ALARM_COLUMNS = alarmColumns('c');
 
@@ -112,7 +112,12 @@ const ms = (column: string) => `floor(round(date_part('epoch', ${column}) * 1000
 const STABLE_WAKE_ID = `md5(uuid_send(a.id) || timestamptz_send(a.scheduled_for) || timestamptz_send(a.updated_at))::uuid`;
 
 /** The values most alarms hold, which a claim without history answers as NULL (see `CLAIMED`). */
-const USUAL = { timezone: 'UTC', status: 'active', maxFailures: 5, trigger: 'schedule' } as const;
+const USUAL = {
+  timezone: 'UTC',
+  status: 'active',
+  maxFailures: DEFAULT_MAX_FAILURES,
+  trigger: 'schedule',
+} as const;
 
 /**
  * What a claim without history reads of each alarm (`ClaimedAlarm`), with where it lies and the

@@ -107,7 +107,7 @@ describeEachBackend('library fires without history', ({ t }) => {
         heldOccurrence: stored.heldOccurrence,
         traceparent: stored.traceparent,
       });
-      expect(String(payload)).toBe(String(stored.payload));
+      expect(payload.text).toBe(stored.payload.text);
     }
     const other = claims.find((c) => c.alarm.id === unusual.id)!.alarm;
     expect(other).toMatchObject({
