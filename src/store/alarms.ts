@@ -517,7 +517,7 @@ function copyPart(
   }
   const shared = same ? new CopyRows(1024) : null;
   if (shared) copyShared(shared, first, source);
-  const tail = shared?.take();
+  const tail = shared?.takeFields();
   for (let i = 0; i < alarms.length; i++) {
     const a = alarms[i]!;
     const next = a.nextFireAt.getTime();
@@ -562,7 +562,14 @@ async function copyParts(
   notifyHorizonMs: number,
 ): Promise<{ alarm: Alarm; deduped: boolean }[] | { written: string[] }> {
   const rows = new CopyRows(256 * 1024).header();
-  const made: { alarms: readonly NewAlarm[]; ids: string[] }[] = [];
+  // The transaction's time, read once the copy is done: every alarm of the batch holds this one
+  // Date, so the answers are made while the server writes (and one payload text, one RawJson).
+  const createdAt = new Date(Number.NaN);
+  const results: { alarm: Alarm; deduped: boolean }[] = [];
+  // Where a payload whose stored text only the database knows goes, read back after the copy.
+  const unknown: { at: number; a: NewAlarm; id: string }[] = [];
+  let text: string | undefined;
+  let payload: RawJson | undefined;
   // Each queue's earliest new fire time, for the notification.
   const earliest = new Map<string, number>();
   try {
@@ -572,16 +579,20 @@ async function copyParts(
         await copy.abort('a timer spec was refused');
         return { written: [] };
       }
-      const { ids } = newRowIds(alarms.length);
+      const { ids } = newRowIds(alarms.length, Date.now(), { literal: false });
       copyPart(rows, alarms, ids, source);
-      for (const a of alarms) {
+      if (k === parts - 1) rows.trailer();
+      copy.write(rows.take());
+      for (let i = 0; i < alarms.length; i++) {
+        const a = alarms[i]!;
         const next = a.nextFireAt.getTime();
         const seen = earliest.get(a.queue);
         if (seen === undefined || next < seen) earliest.set(a.queue, next);
+        const stored = a.storedPayload;
+        if (stored === undefined) unknown.push({ at: results.length, a, id: ids[i]! });
+        else if (stored !== text) payload = new RawJson((text = stored));
+        results.push({ alarm: written(a, ids[i]!, payload!, source, createdAt), deduped: false });
       }
-      if (k === parts - 1) rows.trailer();
-      copy.write(rows.take());
-      made.push({ alarms, ids });
       // The socket written, and a refusal from the server read, before the next part is made.
       await new Promise<void>((resolve) => setImmediate(resolve));
     }
@@ -596,26 +607,21 @@ async function copyParts(
     arrayLiteral([...earliest.values()], String),
     notifyHorizonMs,
   ]);
-  const unknown: string[] = [];
-  for (const { alarms, ids } of made) {
-    for (let i = 0; i < alarms.length; i++) if (alarms[i]!.storedPayload === undefined) unknown.push(ids[i]!);
-  }
-  const stored = new Map<string, string>();
+  createdAt.setTime(after!.created_at.getTime());
   if (unknown.length > 0) {
-    for (const r of await ex.query<{ id: string; payload: string }>(storedPayloads, [
-      arrayLiteral(unknown, String),
-    ]))
-      stored.set(r.id, r.payload);
-  }
-  const results: { alarm: Alarm; deduped: boolean }[] = [];
-  for (const { alarms, ids } of made) {
-    for (let i = 0; i < alarms.length; i++) {
-      const a = alarms[i]!;
-      const id = ids[i]!;
-      results.push({
-        alarm: written(a, id, a.storedPayload ?? stored.get(id)!, source, after!.created_at),
+    const stored = new Map<string, string>();
+    const rows = await ex.query<{ id: string; payload: string }>(storedPayloads, [
+      arrayLiteral(
+        unknown.map((u) => u.id),
+        String,
+      ),
+    ]);
+    for (const r of rows) stored.set(r.id, r.payload);
+    for (const { at, a, id } of unknown) {
+      results[at] = {
+        alarm: written(a, id, new RawJson(stored.get(id)!), source, createdAt),
         deduped: false,
-      });
+      };
     }
   }
   return results;
@@ -730,7 +736,7 @@ async function readInsert(
     if (inserted === null) payload = a.storedPayload;
     else if (inserted.has(id)) payload = known ? a.storedPayload : inserted.get(id);
     if (payload !== undefined)
-      results[i] = { alarm: written(a, id, payload, source, createdAt), deduped: false };
+      results[i] = { alarm: written(a, id, new RawJson(payload), source, createdAt), deduped: false };
     else missing.push(i);
   }
   if (missing.length > 0) {
@@ -750,7 +756,7 @@ async function readInsert(
 const keyOf = (ownerDid: string, key: string) => `${ownerDid}\u0000${key}`;
 
 /** An alarm as the insert wrote it: the columns' defaults filled in, the payload as stored. */
-function written(a: NewAlarm, id: string, payload: string, source: AlarmSource, createdAt: Date): Alarm {
+function written(a: NewAlarm, id: string, payload: RawJson, source: AlarmSource, createdAt: Date): Alarm {
   return {
     id,
     ownerDid: a.ownerDid,
@@ -764,7 +770,7 @@ function written(a: NewAlarm, id: string, payload: string, source: AlarmSource, 
     scheduledFor: a.nextFireAt,
     conversationId: a.conversationId,
     wakeMessage: a.wakeMessage,
-    payload: new RawJson(payload),
+    payload,
     status: 'active',
     idempotencyKey: a.idempotencyKey,
     maxFailures: a.maxFailures,

@@ -19,22 +19,37 @@ const NIBBLE = new Int8Array(128).fill(-1);
 for (let c = 0; c < 10; c++) NIBBLE[48 + c] = c;
 for (let c = 0; c < 6; c++) NIBBLE[65 + c] = NIBBLE[97 + c] = 10 + c;
 
+/** Room kept at the start of each buffer for the CopyData message's type and length. */
+const FRAME = 5;
+const COPY_DATA = 0x64; // 'd'
+
 export class CopyRows {
   #buffer: Buffer;
-  #at = 0;
+  #at = FRAME;
 
   constructor(initialBytes = 64 * 1024) {
-    this.#buffer = Buffer.allocUnsafe(initialBytes);
+    this.#buffer = Buffer.allocUnsafe(Math.max(initialBytes, 64));
   }
 
   /**
-   * The bytes written since the last take; the writer goes on in a new buffer of the same size
-   * (the bytes taken are the caller's, not copied).
+   * The bytes written since the last take, as one CopyData message of the protocol (type and
+   * length in front), ready for the socket as they are; the writer goes on in a new buffer of
+   * the same size (the bytes taken are the caller's, never copied).
    */
   take(): Buffer {
     const out = this.#buffer.subarray(0, this.#at);
+    out[0] = COPY_DATA;
+    out.writeInt32BE(this.#at - 1, 1);
     this.#buffer = Buffer.allocUnsafe(this.#buffer.length);
-    this.#at = 0;
+    this.#at = FRAME;
+    return out;
+  }
+
+  /** The bytes written since the last take, without the message's frame (fields to `raw()`). */
+  takeFields(): Buffer {
+    const out = this.#buffer.subarray(FRAME, this.#at);
+    this.#buffer = Buffer.allocUnsafe(this.#buffer.length);
+    this.#at = FRAME;
     return out;
   }
 

@@ -152,8 +152,11 @@ export interface Executor {
  * makes the next ones, in one statement (no round trip between parts).
  */
 export interface CopyIn {
-  /** Sends rows; dropped once the server has refused the copy (`refused`). */
-  write(chunk: Buffer): void;
+  /**
+   * Sends rows, as one CopyData message of the protocol (`CopyRows.take()`), written to the
+   * socket as it is; dropped once the server has refused the copy (`refused`).
+   */
+  write(message: Buffer): void;
   /** True once the server refused the copy: stop making rows, `end()` throws its error. */
   readonly refused: boolean;
   /** Ends the data; the rows copied, or the server's error. */
@@ -168,10 +171,14 @@ export interface CopyIn {
  * server's error (it discards whatever data follows, then answers ReadyForQuery), a lost
  * connection, or the row count at ReadyForQuery.
  */
-/** What CopyInQuery uses of node-postgres's connection (lib/connection.js). */
+/**
+ * What CopyInQuery uses of node-postgres's connection (lib/connection.js). Messages framed here
+ * go to its socket as they are, as pg-copy-streams writes them: `sendCopyFromChunk` would copy
+ * every chunk into the driver's own buffer first.
+ */
 interface CopyConnection {
+  readonly stream: { write(message: Buffer): boolean };
   query(text: string): void;
-  sendCopyFromChunk(chunk: Buffer): void;
   endCopyFrom(): void;
   sendCopyFail(message: string): void;
 }
@@ -205,7 +212,7 @@ class CopyInQuery implements CopyIn {
 
   write(chunk: Buffer): void {
     if (this.#settled || this.#ending) return;
-    if (this.#connection) this.#connection.sendCopyFromChunk(chunk);
+    if (this.#connection) this.#connection.stream.write(chunk);
     else this.#held.push(chunk);
   }
 
@@ -232,7 +239,7 @@ class CopyInQuery implements CopyIn {
       connection.sendCopyFail(this.#reason);
       return;
     }
-    for (const chunk of this.#held) connection.sendCopyFromChunk(chunk);
+    for (const chunk of this.#held) connection.stream.write(chunk);
     this.#held = [];
     if (this.#ending === 'end') connection.endCopyFrom();
   }

@@ -19,13 +19,18 @@ let counter = 0;
  * Each id is a string of its own, not a slice of the literal, which would keep the whole literal
  * in memory for as long as the caller keeps one of its ids.
  */
-export function newRowIds(n: number, now: number = Date.now()): { ids: string[]; literal: string } {
+export function newRowIds(
+  n: number,
+  now: number = Date.now(),
+  { literal: withLiteral = true } = {},
+): { ids: string[]; literal: string } {
   const size = 2 + n * 37 - (n > 0 ? 1 : 0);
   const t = size <= scratch.length ? scratch : Buffer.allocUnsafe(size);
   t[0] = OPEN;
   for (let k = 0; k < n; k++) writeId(t, 1 + k * 37, now);
   t[size - 1] = CLOSE;
-  const literal = t.toString('latin1', 0, size);
+  // Not made when the caller has no use for it (a batch that is copied, alarms.ts).
+  const literal = withLiteral ? t.toString('latin1', 0, size) : '';
   const ids = new Array<string>(n);
   for (let k = 0; k < n; k++) ids[k] = t.toString('latin1', 1 + k * 37, 37 + k * 37);
   return { ids, literal };
