@@ -413,7 +413,8 @@ export class PgDb implements Db {
   readonly pool: pg.Pool;
   readonly schema: string;
   readonly #ownsPool: boolean;
-  readonly #listeners = new Set<PgListener>();
+  /** The LISTEN connection every listener shares, made by the first (see PgListener). */
+  #listener: PgListener | null = null;
   /** False behind a transaction pooler: statements go unnamed. */
   readonly named: boolean;
   readonly #reach: PgDbReach;
@@ -532,17 +533,13 @@ export class PgDb implements Db {
   async listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>> {
     const connect = this.#listenConnect();
     if (!connect) return async () => {};
-    const listener = new PgListener(connect, channel, onNotify);
-    this.#listeners.add(listener);
-    await listener.start();
-    return async () => {
-      this.#listeners.delete(listener);
-      await listener.stop();
-    };
+    const listener = (this.#listener ??= new PgListener(connect));
+    await listener.add(channel, onNotify);
+    return () => listener.remove(channel, onNotify);
   }
 
   async close(): Promise<void> {
-    await Promise.all([...this.#listeners].map((l) => l.stop()));
+    await this.#listener?.close();
     if (this.#ownsPool) await this.pool.end();
   }
 
@@ -577,29 +574,71 @@ async function plainClient(config: pg.ClientConfig): Promise<pg.Client> {
 }
 
 /**
- * A dedicated LISTEN connection. node-postgres does not reconnect one by itself: on error or end
- * this reconnects with backoff (100 ms doubling to at most 1 s, so it is back about a second
- * after a failover's promotion) and calls `onNotify` once reconnected, so the caller re-polls for
- * whatever was announced while it was away.
+ * The store's LISTEN connection: one for every channel and listener of a PgDb (a worker's due
+ * channel, the API keys' cache, a second worker's), made by the first listen() and kept until
+ * close(). A worker started again, or another queue's, listens at once, with no connection to
+ * make while its first claim runs (bench/README.md, "Drain"); an instance holds one LISTEN
+ * connection however many listen. LISTEN and UNLISTEN go one at a time, in the order asked.
+ *
+ * node-postgres does not reconnect one by itself: on error or end this reconnects with backoff
+ * (100 ms doubling to at most 1 s, so it is back about a second after a failover's promotion),
+ * listens on every channel again and calls every listener with '', so each re-polls for whatever
+ * was announced while it was away.
  */
 class PgListener {
   #client: pg.Client | null = null;
-  #stopped = false;
+  /** The channels the connection in hand listens on. */
+  #listening = new Set<string>();
+  readonly #channels = new Map<string, Set<(payload: string) => void>>();
+  #closed = false;
   #retryMs = 100;
   #timer: NodeJS.Timeout | null = null;
+  #queue: Promise<void> = Promise.resolve();
 
-  constructor(
-    private readonly connect: () => Promise<pg.Client>,
-    private readonly channel: string,
-    private readonly onNotify: (payload: string) => void,
-  ) {}
+  constructor(private readonly connect: () => Promise<pg.Client>) {}
 
-  async start(): Promise<void> {
-    try {
-      await this.#connect();
-    } catch {
-      this.#scheduleReconnect();
-    }
+  /**
+   * Calls `onNotify` for each notification on `channel`. Resolves once the server listens, or
+   * once a first connection failed (it is then retried, and `onNotify('')` called when it is back).
+   */
+  add(channel: string, onNotify: (payload: string) => void): Promise<void> {
+    let listeners = this.#channels.get(channel);
+    if (!listeners) this.#channels.set(channel, (listeners = new Set()));
+    listeners.add(onNotify);
+    return this.#serial(async () => {
+      if (!this.#client) {
+        if (this.#timer) return;
+        try {
+          await this.#connect();
+        } catch {
+          this.#scheduleReconnect();
+        }
+        return;
+      }
+      if (this.#listening.has(channel) || !this.#channels.has(channel)) return;
+      await this.#client.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
+      this.#listening.add(channel);
+    });
+  }
+
+  /** Stops calling `onNotify`; the last listener of a channel unlistens it. */
+  remove(channel: string, onNotify: (payload: string) => void): Promise<void> {
+    const listeners = this.#channels.get(channel);
+    listeners?.delete(onNotify);
+    if (listeners?.size !== 0) return this.#queue;
+    this.#channels.delete(channel);
+    return this.#serial(async () => {
+      if (!this.#client || !this.#listening.has(channel) || this.#channels.has(channel)) return;
+      this.#listening.delete(channel);
+      await this.#client.query(`UNLISTEN ${pg.escapeIdentifier(channel)}`);
+    });
+  }
+
+  /** Runs `op` after those asked before it; a failure of one (a lost connection) stops none. */
+  #serial(op: () => Promise<void>): Promise<void> {
+    const run = this.#queue.then(op).catch(() => {});
+    this.#queue = run;
+    return run;
   }
 
   async #connect(): Promise<void> {
@@ -607,47 +646,58 @@ class PgListener {
     client.on('error', () => this.#lost(client));
     client.on('end', () => this.#lost(client));
     client.on('notification', (message) => {
-      if (message.channel === this.channel) this.onNotify(message.payload ?? '');
+      for (const onNotify of this.#channels.get(message.channel) ?? []) onNotify(message.payload ?? '');
     });
+    const listening = new Set<string>();
     try {
-      await client.query(`LISTEN ${pg.escapeIdentifier(this.channel)}`);
+      for (const channel of this.#channels.keys()) {
+        await client.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
+        listening.add(channel);
+      }
     } catch (error) {
       await client.end().catch(() => {});
       throw error;
     }
-    if (this.#stopped) {
+    if (this.#closed) {
       await client.end().catch(() => {});
       return;
     }
     this.#client = client;
+    this.#listening = listening;
     this.#retryMs = 100;
   }
 
   #lost(client: pg.Client): void {
     if (this.#client !== client) return;
     this.#client = null;
+    this.#listening = new Set();
     client.end().catch(() => {});
     this.#scheduleReconnect();
   }
 
   #scheduleReconnect(): void {
-    if (this.#stopped || this.#timer) return;
+    if (this.#closed || this.#timer) return;
     this.#timer = setTimeout(() => {
-      this.#timer = null;
-      this.#connect().then(
-        () => this.onNotify(''),
-        () => {
+      void this.#serial(async () => {
+        this.#timer = null;
+        if (this.#closed || this.#client) return;
+        try {
+          await this.#connect();
+        } catch {
           this.#retryMs = Math.min(this.#retryMs * 2, 1_000);
           this.#scheduleReconnect();
-        },
-      );
+          return;
+        }
+        for (const listeners of this.#channels.values()) for (const onNotify of listeners) onNotify('');
+      });
     }, this.#retryMs);
     this.#timer.unref();
   }
 
-  async stop(): Promise<void> {
-    this.#stopped = true;
+  async close(): Promise<void> {
+    this.#closed = true;
     if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = null;
     const client = this.#client;
     this.#client = null;
     await client?.end().catch(() => {});
