@@ -24,11 +24,11 @@ import {
   sqlState,
   sql,
   textElement,
-  type CopyIn,
   type Executor,
   type PruneBatch,
   type Statement,
 } from './db.js';
+import type { CopyIn } from './copy-in.js';
 import { CopyRows } from './copy-rows.js';
 import { newRowIds } from './row-id.js';
 
