@@ -541,10 +541,6 @@ const afterCopy = sql(
      (SELECT count(pg_notify('chronos_due', q.queue)) FROM unnest($1::text[], $2::int8[]) AS q(queue, next_ms)
       WHERE timestamptz 'epoch' + q.next_ms * interval '1 millisecond' <= now() + $3::int * interval '1 millisecond')::int AS notified`,
 );
-const storedPayloads = sql(
-  'alarms_stored_payloads',
-  'SELECT id::text AS id, payload::text AS payload FROM chronos.alarms WHERE id = ANY($1::uuid[])',
-);
 
 /**
  * The parts of a batch as one `COPY`, each sent as soon as it is made while the server writes
@@ -565,9 +561,9 @@ async function copyParts(
   // The transaction's time, read once the copy is done: every alarm of the batch holds this one
   // Date, so the answers are made while the server writes (and one payload text, one RawJson).
   const createdAt = new Date(Number.NaN);
-  const results: { alarm: Alarm; deduped: boolean }[] = [];
-  // Where a payload whose stored text only the database knows goes, read back after the copy.
-  const unknown: { at: number; a: NewAlarm; id: string }[] = [];
+  // An alarm whose stored payload only the database knows: read back after the copy (null here).
+  const results: ({ alarm: Alarm; deduped: boolean } | null)[] = [];
+  const unknown: { at: number; a: NewAlarm }[] = [];
   let text: string | undefined;
   let payload: RawJson | undefined;
   // Each queue's earliest new fire time, for the notification.
@@ -589,8 +585,12 @@ async function copyParts(
         const seen = earliest.get(a.queue);
         if (seen === undefined || next < seen) earliest.set(a.queue, next);
         const stored = a.storedPayload;
-        if (stored === undefined) unknown.push({ at: results.length, a, id: ids[i]! });
-        else if (stored !== text) payload = new RawJson((text = stored));
+        if (stored === undefined) {
+          unknown.push({ at: results.length, a });
+          results.push(null);
+          continue;
+        }
+        if (stored !== text) payload = new RawJson((text = stored));
         results.push({ alarm: written(a, ids[i]!, payload!, source, createdAt), deduped: false });
       }
       // The socket written, and a refusal from the server read, before the next part is made.
@@ -609,22 +609,20 @@ async function copyParts(
   ]);
   createdAt.setTime(after!.created_at.getTime());
   if (unknown.length > 0) {
-    const stored = new Map<string, string>();
-    const rows = await ex.query<{ id: string; payload: string }>(storedPayloads, [
-      arrayLiteral(
-        unknown.map((u) => u.id),
-        String,
-      ),
-    ]);
-    for (const r of rows) stored.set(r.id, r.payload);
-    for (const { at, a, id } of unknown) {
-      results[at] = {
-        alarm: written(a, id, new RawJson(stored.get(id)!), source, createdAt),
-        deduped: false,
-      };
+    // As stored, by their keys, as a taken key's alarm is read: parts are a library batch's only
+    // (a caller's transaction), and the library gives every timer a key.
+    const found = await alarmsGetByKeys(
+      ex,
+      unknown.map(({ a }) => ({ ownerDid: a.ownerDid, key: a.idempotencyKey })),
+    );
+    for (const { at, a } of unknown) {
+      const alarm = found.get(keyOf(a.ownerDid, a.idempotencyKey));
+      if (!alarm) throw new Error('alarm with idempotency key vanished during insert');
+      results[at] = { alarm, deduped: false };
     }
   }
-  return results;
+  // Every null filled above.
+  return results as { alarm: Alarm; deduped: boolean }[];
 }
 
 // A batch stopped part-way takes back what its earlier parts wrote (new alarms: no wakes yet).

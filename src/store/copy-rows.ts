@@ -114,27 +114,23 @@ export class CopyRows {
   }
 
   text(value: string): this {
-    if (value.length === 0) {
-      this.#room(4);
-      this.#buffer.writeInt32BE(0, this.#at);
-      this.#at += 4;
-      return this;
-    }
-    // UTF-8 takes at most three bytes per UTF-16 code unit.
-    this.#room(4 + value.length * 3);
-    const length = this.#buffer.write(value, this.#at + 4, 'utf8');
-    this.#buffer.writeInt32BE(length, this.#at);
-    this.#at += 4 + length;
-    return this;
+    return this.#utf8(value, null);
   }
 
   /** A JSON text as jsonb (which the server parses and stores in its own form). */
   jsonb(json: string): this {
-    this.#room(5 + json.length * 3);
-    const length = this.#buffer.write(json, this.#at + 5, 'utf8');
-    this.#buffer.writeInt32BE(length + 1, this.#at);
-    this.#buffer[this.#at + 4] = 1;
-    this.#at += 5 + length;
+    return this.#utf8(json, 1);
+  }
+
+  /** A field of `value` in UTF-8, after a version byte when given (jsonb's). */
+  #utf8(value: string, version: number | null): this {
+    const head = version === null ? 4 : 5;
+    // UTF-8 takes at most three bytes per UTF-16 code unit.
+    this.#room(head + value.length * 3);
+    const length = value.length === 0 ? 0 : this.#buffer.write(value, this.#at + head, 'utf8');
+    this.#buffer.writeInt32BE(length + head - 4, this.#at);
+    if (version !== null) this.#buffer[this.#at + 4] = version;
+    this.#at += head + length;
     return this;
   }
 

@@ -18,6 +18,7 @@ import { migrate, migrationFiles, MIGRATIONS_DIR } from '../../src/store/migrate
 import type { TimerFire } from '../../src/receivers/handler.js';
 import { describeEachBackend } from '../support/backends.js';
 import { OWNER, RecordingReceiver, until } from '../support/harness.js';
+import { inCallerTransaction } from '../support/library.js';
 import { TEST_DATABASE_URL, withDatabase } from '../support/env.js';
 
 interface Fresh {
@@ -29,8 +30,6 @@ interface Fresh {
   script(text: string): Promise<void>;
   /** The library on it. */
   library(schema?: string): ReturnType<typeof createChronos>;
-  /** `fn` on a transaction of the application's own, committed. */
-  inTransaction<T>(fn: (tx: unknown) => Promise<T>): Promise<T>;
 }
 
 const cleanups: (() => Promise<void>)[] = [];
@@ -47,7 +46,6 @@ async function freshDatabase(kind: 'postgres' | 'pglite'): Promise<Fresh> {
       raw: async (text) => (await lite.query<Record<string, unknown>>(text)).rows,
       script: async (text) => void (await lite.exec(text)),
       library: (schema) => createChronos({ pglite: lite, schema }),
-      inTransaction: (fn) => lite.transaction((tx) => fn(tx)),
     };
   }
   const name = `chronos_fresh_${randomBytes(4).toString('hex')}`;
@@ -69,17 +67,6 @@ async function freshDatabase(kind: 'postgres' | 'pglite'): Promise<Fresh> {
     raw: async (text) => (await pool.query(text)).rows as Record<string, unknown>[],
     script: async (text) => void (await pool.query(text)),
     library: (schema) => createChronos({ pool, schema }),
-    inTransaction: async (fn) => {
-      const client = await pool.connect();
-      try {
-        await client.query('BEGIN');
-        const result = await fn(client);
-        await client.query('COMMIT');
-        return result;
-      } finally {
-        client.release();
-      }
-    },
   };
 }
 
@@ -145,7 +132,7 @@ describeEachBackend('Chronos in its own schema', ({ kind }) => {
     expect((await fresh.raw(tablesIn('billing_timers')))[0]!.tables).toContain('alarms');
     // A batch in parts on the application's transaction (copied, on PostgreSQL) lands there too.
     const batch = Array.from({ length: 1_200 }, (_, i) => ({ key: `b:${i}`, inSeconds: 600 }));
-    const made = await fresh.inTransaction((tx) => ours.scheduleMany(tx, batch));
+    const made = await inCallerTransaction({ db: await fresh.open() }, (tx) => ours.scheduleMany(tx, batch));
     expect((await ours.get('b:1199'))?.id).toBe(made[1_199]!.id);
     expect(await theirs.get('b:1199')).toBeNull();
 

@@ -16,7 +16,7 @@ export async function libraryOn(t: TestDatabase, options: Partial<ChronosOptions
 
 /** Runs `fn` on a transaction of the caller's own; commits, or rolls back when `rollback`. */
 export async function inCallerTransaction<T>(
-  t: TestDatabase,
+  t: Pick<TestDatabase, 'db'>,
   fn: (tx: unknown) => Promise<T>,
   options: { rollback?: boolean } = {},
 ): Promise<T> {
