@@ -22,7 +22,7 @@ import {
 import type { RawJson } from '../json.js';
 import { nextOccurrence } from '../schedule/next-occurrence.js';
 import { nextFires } from '../schedule/resolve.js';
-import { resolveSchedule } from '../schedule/resolve.js';
+import { resolveSchedule, type ResolveOptions } from '../schedule/resolve.js';
 import { contextOf, inSpan, traceparentOf } from '../tracing.js';
 import {
   alarmsBulkCancel,
@@ -119,6 +119,9 @@ export interface BatchInput {
 }
 
 export class AlarmService {
+  #resolveOptions: ResolveOptions | undefined;
+  #resolveOptionsAnyTime: ResolveOptions | undefined;
+
   constructor(private readonly options: AlarmServiceOptions) {}
 
   /** Creates an alarm, or returns the owner's existing one for a repeated idempotency key. */
@@ -476,15 +479,30 @@ export class AlarmService {
   }
 
   #resolve(
-    spec: Pick<AlarmSpec, 'at' | 'inSeconds' | 'cron'>,
+    spec: Pick<AlarmSpec, 'at' | 'inSeconds' | 'cron' | 'timezone'>,
     timezone: string | undefined,
     now: Date,
     checkPast: boolean,
   ): ScheduleColumns {
-    return resolveSchedule({ at: spec.at, inSeconds: spec.inSeconds, cron: spec.cron, timezone }, now, {
-      pastToleranceMs: checkPast ? (this.options.pastToleranceMs ?? 60_000) : Number.POSITIVE_INFINITY,
-      minCronIntervalMs: this.options.quotas.minCronIntervalMs,
-    });
+    // A spec in its own zone is read as it is, and the options are made once: this runs for
+    // every timer of a batch, and each object made here was one more for the collector.
+    const input =
+      timezone === spec.timezone
+        ? spec
+        : { at: spec.at, inSeconds: spec.inSeconds, cron: spec.cron, timezone };
+    return resolveSchedule(input, now, checkPast ? this.#checkPast : this.#anyTime);
+  }
+
+  get #checkPast(): ResolveOptions {
+    return (this.#resolveOptions ??= this.#optionsFor(this.options.pastToleranceMs ?? 60_000));
+  }
+
+  get #anyTime(): ResolveOptions {
+    return (this.#resolveOptionsAnyTime ??= this.#optionsFor(Number.POSITIVE_INFINITY));
+  }
+
+  #optionsFor(pastToleranceMs: number): ResolveOptions {
+    return { pastToleranceMs, minCronIntervalMs: this.options.quotas.minCronIntervalMs };
   }
 }
 

@@ -17,27 +17,32 @@ let counter = 0;
  * read out of one buffer the ids are written into as ASCII: built with `+`, an id was eighteen
  * intermediate strings, and the literal a join of them all (bench/README.md, "Bulk scheduling").
  * Each id is a string of its own, not a slice of the literal, which would keep the whole literal
- * in memory for as long as the caller keeps one of its ids.
+ * in memory for as long as the caller keeps one of its ids. With `bytes`, also the ids' 16 bytes
+ * each, one after the other, as a binary `COPY` sends a uuid (alarms.ts, `copyParts`).
  */
 export function newRowIds(
   n: number,
   now: number = Date.now(),
-  { literal: withLiteral = true } = {},
-): { ids: string[]; literal: string } {
+  { literal: withLiteral = true, bytes: withBytes = false } = {},
+): { ids: string[]; literal: string; bytes: Buffer | null } {
   const size = 2 + n * 37 - (n > 0 ? 1 : 0);
   const t = size <= scratch.length ? scratch : Buffer.allocUnsafe(size);
+  const raw = withBytes ? Buffer.allocUnsafe(n * 16) : n <= 1_000 ? rawScratch : Buffer.allocUnsafe(n * 16);
   t[0] = OPEN;
-  for (let k = 0; k < n; k++) writeId(t, 1 + k * 37, now);
+  for (let k = 0; k < n; k++) {
+    writeId(raw, k * 16, now);
+    writeHex(t, 1 + k * 37, raw, k * 16);
+  }
   t[size - 1] = CLOSE;
   // Not made when the caller has no use for it (a batch that is copied, alarms.ts).
   const literal = withLiteral ? t.toString('latin1', 0, size) : '';
   const ids = new Array<string>(n);
   for (let k = 0; k < n; k++) ids[k] = t.toString('latin1', 1 + k * 37, 37 + k * 37);
-  return { ids, literal };
+  return { ids, literal, bytes: withBytes ? raw : null };
 }
 
-/** Writes the next id at `at` in `t`, followed by a comma. */
-function writeId(t: Buffer, at: number, now: number): void {
+/** Writes the next id's 16 bytes at `at` in `raw`. */
+function writeId(raw: Buffer, at: number, now: number): void {
   if (poolAt + 8 > pool.length) {
     randomFillSync(pool);
     poolAt = 0;
@@ -56,22 +61,29 @@ function writeId(t: Buffer, at: number, now: number): void {
   poolAt += 8;
   const hi = Math.floor(ms / 0x10000);
   const lo = ms % 0x10000;
-  hex(t, at, (hi >>> 24) & 0xff);
-  hex(t, at + 2, (hi >>> 16) & 0xff);
-  hex(t, at + 4, (hi >>> 8) & 0xff);
-  hex(t, at + 6, hi & 0xff);
-  t[at + 8] = DASH;
-  hex(t, at + 9, (lo >>> 8) & 0xff);
-  hex(t, at + 11, lo & 0xff);
-  t[at + 13] = DASH;
-  hex(t, at + 14, 0x70 | (counter >>> 8));
-  hex(t, at + 16, counter & 0xff);
-  t[at + 18] = DASH;
-  hex(t, at + 19, 0x80 | (b[r]! & 0x3f));
-  hex(t, at + 21, b[r + 1]!);
-  t[at + 23] = DASH;
-  for (let i = 0; i < 6; i++) hex(t, at + 24 + 2 * i, b[r + 2 + i]!);
-  t[at + 36] = COMMA;
+  raw[at] = hi >>> 24;
+  raw[at + 1] = hi >>> 16;
+  raw[at + 2] = hi >>> 8;
+  raw[at + 3] = hi;
+  raw[at + 4] = lo >>> 8;
+  raw[at + 5] = lo;
+  raw[at + 6] = 0x70 | (counter >>> 8);
+  raw[at + 7] = counter;
+  raw[at + 8] = 0x80 | (b[r]! & 0x3f);
+  for (let i = 9; i < 16; i++) raw[at + i] = b[r + i - 8]!;
+}
+
+/** The id of 16 bytes at `from` in `raw`, as canonical text at `at` in `t`, then a comma. */
+function writeHex(t: Buffer, at: number, raw: Buffer, from: number): void {
+  let o = at;
+  for (let i = 0; i < 16; i++) {
+    if (i === 4 || i === 6 || i === 8 || i === 10) t[o++] = DASH;
+    const byte = raw[from + i]!;
+    t[o] = DIGITS[byte >>> 4]!;
+    t[o + 1] = DIGITS[byte & 0xf]!;
+    o += 2;
+  }
+  t[o] = COMMA;
 }
 
 const DIGITS = Buffer.from('0123456789abcdef', 'latin1');
@@ -83,8 +95,4 @@ const [OPEN, CLOSE, DASH, COMMA] = Buffer.from('{}-,', 'latin1') as unknown as [
 ];
 // Large enough for a part of 1,000 ids.
 const scratch = Buffer.alloc(1_000 * 37 + 1);
-
-function hex(into: Buffer, at: number, byte: number): void {
-  into[at] = DIGITS[byte >>> 4]!;
-  into[at + 1] = DIGITS[byte & 0xf]!;
-}
+const rawScratch = Buffer.alloc(1_000 * 16);
