@@ -37,7 +37,12 @@ export function newRowIds(
   // Not made when the caller has no use for it (a batch that is copied, alarms.ts).
   const literal = withLiteral ? t.toString('latin1', 0, size) : '';
   const ids = new Array<string>(n);
-  for (let k = 0; k < n; k++) ids[k] = t.toString('latin1', 1 + k * 37, 37 + k * 37);
+  const sliced = t as unknown as Latin1Slicer;
+  if (typeof sliced.latin1Slice === 'function') {
+    for (let k = 0; k < n; k++) ids[k] = sliced.latin1Slice(1 + k * 37, 37 + k * 37);
+  } else {
+    for (let k = 0; k < n; k++) ids[k] = t.toString('latin1', 1 + k * 37, 37 + k * 37);
+  }
   return { ids, literal, bytes: withBytes ? raw : null };
 }
 
@@ -84,6 +89,16 @@ function writeHex(t: Buffer, at: number, raw: Buffer, from: number): void {
     o += 2;
   }
   t[o] = COMMA;
+}
+
+/**
+ * `Buffer#latin1Slice`, what `toString('latin1', start, end)` calls once it has read its
+ * arguments: Node's own, not in its typings. Called directly, a fresh process's batch of 5,000
+ * makes its ids in a fraction of the time (toString's argument handling, run by the interpreter,
+ * was 2 µs an id); where it is missing, `toString` does the same.
+ */
+interface Latin1Slicer {
+  latin1Slice?: (start: number, end: number) => string;
 }
 
 const DIGITS = Buffer.from('0123456789abcdef', 'latin1');
