@@ -28,3 +28,11 @@ it('makes a batch of ids and the array literal that holds them, alike', () => {
     expect([...ids].sort()).toEqual(ids);
   }
 });
+
+it('reads ids with Buffer#latin1Slice, which this Node has and which toString uses', () => {
+  const buffer = Buffer.from('{0123-abcd}', 'latin1') as unknown as {
+    latin1Slice?: (s: number, e: number) => string;
+  };
+  expect(typeof buffer.latin1Slice).toBe('function');
+  expect(buffer.latin1Slice!(1, 10)).toBe('0123-abcd');
+});
