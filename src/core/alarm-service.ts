@@ -119,10 +119,15 @@ export interface BatchInput {
 }
 
 export class AlarmService {
-  #resolveOptions: ResolveOptions | undefined;
-  #resolveOptionsAnyTime: ResolveOptions | undefined;
+  // How a schedule is resolved, made once: a batch resolves one per timer.
+  readonly #checkPast: ResolveOptions;
+  readonly #anyTime: ResolveOptions;
 
-  constructor(private readonly options: AlarmServiceOptions) {}
+  constructor(private readonly options: AlarmServiceOptions) {
+    const { minCronIntervalMs } = options.quotas;
+    this.#checkPast = { pastToleranceMs: options.pastToleranceMs ?? 60_000, minCronIntervalMs };
+    this.#anyTime = { pastToleranceMs: Number.POSITIVE_INFINITY, minCronIntervalMs };
+  }
 
   /** Creates an alarm, or returns the owner's existing one for a repeated idempotency key. */
   async create(owner: Owner, spec: AlarmSpec, write: WriteOptions): Promise<Created> {
@@ -484,25 +489,13 @@ export class AlarmService {
     now: Date,
     checkPast: boolean,
   ): ScheduleColumns {
-    // A spec in its own zone is read as it is, and the options are made once: this runs for
-    // every timer of a batch, and each object made here was one more for the collector.
+    // A spec in its own zone is read as it is: this runs for every timer of a batch, and each
+    // object made here was one more for the collector.
     const input =
       timezone === spec.timezone
         ? spec
         : { at: spec.at, inSeconds: spec.inSeconds, cron: spec.cron, timezone };
     return resolveSchedule(input, now, checkPast ? this.#checkPast : this.#anyTime);
-  }
-
-  get #checkPast(): ResolveOptions {
-    return (this.#resolveOptions ??= this.#optionsFor(this.options.pastToleranceMs ?? 60_000));
-  }
-
-  get #anyTime(): ResolveOptions {
-    return (this.#resolveOptionsAnyTime ??= this.#optionsFor(Number.POSITIVE_INFINITY));
-  }
-
-  #optionsFor(pastToleranceMs: number): ResolveOptions {
-    return { pastToleranceMs, minCronIntervalMs: this.options.quotas.minCronIntervalMs };
   }
 }
 
