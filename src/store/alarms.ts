@@ -505,8 +505,18 @@ function copyShared(rows: CopyRows, a: NewAlarm, source: AlarmSource): void {
     .text(a.traceparent);
 }
 
-/** One part's rows: the shared columns encoded once when every alarm of the part has the same. */
-function copyPart(rows: CopyRows, alarms: readonly NewAlarm[], ids: Uint8Array, source: AlarmSource): void {
+/**
+ * One part's rows: the shared columns encoded once when every alarm of the part has the same.
+ * Every `SEND_BYTES` the rows made so far go to `send`, so the server writes them while the rest
+ * of the part is made.
+ */
+function copyPart(
+  rows: CopyRows,
+  alarms: readonly NewAlarm[],
+  ids: Uint8Array,
+  source: AlarmSource,
+  send: () => void,
+): void {
   const first = alarms[0]!;
   let same = true;
   for (let i = 1; i < alarms.length && same; i++) same = sameShared(alarms[i]!, first);
@@ -525,8 +535,15 @@ function copyPart(rows: CopyRows, alarms: readonly NewAlarm[], ids: Uint8Array, 
       .text(a.idempotencyKey);
     if (tail) rows.raw(tail);
     else copyShared(rows, a, source);
+    if (rows.size >= SEND_BYTES) send();
   }
 }
+
+/**
+ * How much of a part is made before it is sent: the server starts on a part's first rows while
+ * the rest are made, rather than once the whole part is.
+ */
+const SEND_BYTES = 64 * 1024;
 
 // After a copy: the time the rows were written (the transaction's), and one notification per
 // queue whose earliest new alarm falls due within $3 ms.
@@ -552,7 +569,10 @@ async function copyParts(
   source: AlarmSource,
   notifyHorizonMs: number,
 ): Promise<{ alarm: Alarm; deduped: boolean }[] | { written: string[] }> {
-  const rows = new CopyRows(256 * 1024).header();
+  const rows = new CopyRows(SEND_BYTES + 8 * 1024).header();
+  const send = () => {
+    if (rows.size > 0) copy.write(rows.take());
+  };
   // The transaction's time, read once the copy is done: every alarm of the batch holds this one
   // Date, so the answers are made while the server writes (and one payload text, one RawJson).
   const createdAt = new Date(Number.NaN);
@@ -571,9 +591,9 @@ async function copyParts(
         return { written: [] };
       }
       const { ids, bytes } = newRowIds(alarms.length, Date.now(), { literal: false, bytes: true });
-      copyPart(rows, alarms, bytes!, source);
+      copyPart(rows, alarms, bytes!, source, send);
       if (k === parts - 1) rows.trailer();
-      copy.write(rows.take());
+      send();
       for (let i = 0; i < alarms.length; i++) {
         const a = alarms[i]!;
         const next = a.nextFireAt.getTime();

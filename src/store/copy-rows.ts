@@ -40,6 +40,11 @@ export class CopyRows {
     return out;
   }
 
+  /** Bytes written since the last take. */
+  get size(): number {
+    return this.#at - FRAME;
+  }
+
   /** The bytes written since the last take, without the message's frame (fields to `raw()`). */
   takeFields(): Buffer {
     const out = this.#buffer.subarray(FRAME, this.#at);
