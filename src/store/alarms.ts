@@ -555,8 +555,10 @@ const afterCopy = sql(
 );
 
 /**
- * The parts of a batch as one `COPY`, each sent as soon as it is made while the server writes
- * the ones before it: no round trip between parts, and no arrays to build or to read. Used in
+ * The parts of a batch as one `COPY`, sent `SEND_BYTES` at a time as they are made while the
+ * server writes what came before: no round trip between parts, and no arrays to build or to read.
+ * A part's specs are all read before any of its rows is sent, so a refused spec sends nothing of
+ * its part. Used in
  * the `fresh` form only (a key taken fails the copy with 23505, and the caller writes the batch
  * again with `ON CONFLICT`). The results, or, when a part came back null, no ids (the caller
  * goes back to its savepoint).
