@@ -11,9 +11,8 @@
  * Result: bench/results/index-cost.json.
  */
 import pg from 'pg';
-import { performance } from 'node:perf_hooks';
 import { createChronos } from '../src/index.js';
-import { createEmptyPostgres, log, writeResult } from './support.js';
+import { createEmptyPostgres, libraryRows, log, timedInserts, writeResult } from './support.js';
 
 const ROWS = 50_000;
 const bench = await createEmptyPostgres('index_cost');
@@ -28,26 +27,11 @@ const indexes = (
      FROM pg_index WHERE indrelid = 'chronos.alarms'::regclass ORDER BY 2`,
   )
 ).rows;
-await c.query(`CREATE UNLOGGED TABLE public.index_cost_rows AS
-  SELECT gen_random_uuid() AS id, 'did:matrix:00000000-0000-0000-0000-000000000000:lib' AS owner_did,
-    now() + interval '1 hour' + g * interval '1 ms' AS t, 'bulk:' || g AS key
-  FROM generate_series(1, ${ROWS}) g`);
-const insert = `INSERT INTO chronos.alarms (id, owner_did, user_id, kind, fire_at, next_fire_at, scheduled_for,
-    payload, idempotency_key, queue, source)
-  SELECT id, owner_did, '', 'once', t, t, t, '{}', key, 'default', 'library' FROM public.index_cost_rows
-  ON CONFLICT (owner_did, idempotency_key) WHERE idempotency_key <> '' DO NOTHING`;
+const { create, insert } = libraryRows('index_cost_rows', ROWS);
+await c.query(create);
 
 async function time(): Promise<number> {
-  const ms: number[] = [];
-  for (let i = 0; i < 5; i++) {
-    await c.query('TRUNCATE chronos.alarms');
-    await c.query('CHECKPOINT');
-    const started = performance.now();
-    await c.query('BEGIN');
-    await c.query(insert);
-    await c.query('COMMIT');
-    ms.push(performance.now() - started);
-  }
+  const ms = await timedInserts(c, insert);
   ms.sort((a, b) => a - b);
   return Math.round((ms[2]! * 1000 * 10) / ROWS) / 10;
 }

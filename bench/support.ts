@@ -411,3 +411,40 @@ export const deadline = (ms: number) => new Promise<void>((resolve) => setTimeou
 export function ms(x: number): string {
   return `${x.toFixed(x < 10 ? 3 : 1)} ms`;
 }
+
+/**
+ * For the index benchmarks (index-cost.ts, index-variants.ts): a table `public.<table>` of `rows`
+ * timers shaped as `scheduleMany` writes them (the library's owner, a key each, due an hour
+ * ahead), and the statement that inserts them all into `alarms` with PostgreSQL alone.
+ */
+export function libraryRows(table: string, rows: number): { create: string; insert: string } {
+  return {
+    create: `CREATE UNLOGGED TABLE public.${table} AS
+      SELECT gen_random_uuid() AS id, 'did:matrix:00000000-0000-0000-0000-000000000000:lib' AS owner_did,
+        now() + interval '1 hour' + g * interval '1 ms' AS t, 'bulk:' || g AS key
+      FROM generate_series(1, ${rows}) g`,
+    insert: `INSERT INTO chronos.alarms (id, owner_did, user_id, kind, fire_at, next_fire_at, scheduled_for,
+        payload, idempotency_key, queue, source)
+      SELECT id, owner_did, '', 'once', t, t, t, '{}', key, 'default', 'library' FROM public.${table}
+      ON CONFLICT (owner_did, idempotency_key) WHERE idempotency_key <> '' DO NOTHING`,
+  };
+}
+
+/** `times` inserts of `insert` into an emptied `alarms`, each after TRUNCATE and CHECKPOINT: their ms. */
+export async function timedInserts(
+  c: { query(text: string): Promise<unknown> },
+  insert: string,
+  times = 5,
+): Promise<number[]> {
+  const ms: number[] = [];
+  for (let i = 0; i < times; i++) {
+    await c.query('TRUNCATE chronos.alarms');
+    await c.query('CHECKPOINT');
+    const started = performance.now();
+    await c.query('BEGIN');
+    await c.query(insert);
+    await c.query('COMMIT');
+    ms.push(performance.now() - started);
+  }
+  return ms;
+}

@@ -171,8 +171,9 @@ const LIVE = `status IN ('active', 'paused') AND source <> 'library'`;
 //   client's work and PostgreSQL's (bench/schedule-many.ts). The payloads are one JSON array
 //   ($12, see jsonArray), parsed once straight into JSONB, not a text[] of escaped JSON texts.
 // - The quota counts ($19 owner, NULL without quotas) run once: the creates of the owner's last
-//   minute (stopping at the limit) and its live alarms (active or paused, not the library's) over
-//   alarms_owner_live_idx, whose predicate the count repeats word for word (0012, 0015).
+//   minute (stopping at the limit; not the library's, over alarms_owner_idx, 0016) and its live
+//   alarms (active or paused, not the library's) over alarms_owner_live_idx, whose predicate the
+//   count repeats word for word (0012, 0015).
 //   Nothing is inserted when the batch ($22 alarms) would overrun either.
 // - An idempotency key the owner already has inserts nothing for that alarm (the unique index
 //   decides, so concurrent creates agree); the caller reads the existing alarm back.
@@ -190,7 +191,7 @@ const insertManyText = (written: string, returning: string, onConflict: string) 
      FROM (SELECT count(*)::int AS n,
              extract(epoch FROM (min(created_at) + interval '1 minute' - now()))::float8 AS reset_s
            FROM (SELECT created_at FROM chronos.alarms
-                 WHERE $19::text IS NOT NULL AND $20 > 0 AND owner_did = $19
+                 WHERE $19::text IS NOT NULL AND $20 > 0 AND owner_did = $19 AND source <> 'library'
                    AND created_at > now() - interval '1 minute'
                  ORDER BY created_at DESC LIMIT $20) l) r
    ), ins AS (
@@ -834,19 +835,29 @@ export async function alarmsGet(ex: Executor, ownerDid: string, id: string): Pro
 // between pages (retention) does not end the list. `q` ($6) keeps labels that contain it, in any
 // case (strpos, so `%` and `_` are plain characters). One statement for one owner ($1), another
 // for every owner (the operator's dashboard): neither needs a generic plan that fits both.
-const listStatement = (name: string, owner: string) =>
-  sql(
-    name,
-    `SELECT ${COLUMNS}, (extract(epoch FROM created_at) * 1000000)::int8::text AS created_us
-     FROM chronos.alarms
-     WHERE ${owner} AND ($2::text IS NULL OR status = $2)
+//
+// One owner's page is two pages merged: its alarms made through the service, read newest first
+// on alarms_owner_idx (whose predicate the branch repeats word for word), and its library
+// timers, which that index leaves out (0016), reached through alarms_idempotency_idx (every
+// library timer has a key) and sorted.
+const LIST_PAGE = `($2::text IS NULL OR status = $2)
        AND ($6::text IS NULL OR strpos(lower(label), lower($6)) > 0)
        AND ($3::int8 IS NULL
             OR (created_at, id) < (timestamptz 'epoch' + $3::int8 * interval '1 microsecond', $4::uuid))
-     ORDER BY created_at DESC, id DESC LIMIT $5`,
-  );
-const list = listStatement('alarms_list', 'owner_did = $1');
-const listAll = listStatement('alarms_list_every_owner', '$1::text IS NULL');
+     ORDER BY created_at DESC, id DESC LIMIT $5`;
+const LISTED = `${COLUMNS}, (extract(epoch FROM created_at) * 1000000)::int8::text AS created_us`;
+const list = sql(
+  'alarms_list',
+  `(SELECT ${LISTED} FROM chronos.alarms WHERE owner_did = $1 AND source <> 'library' AND ${LIST_PAGE})
+   UNION ALL
+   (SELECT ${LISTED} FROM chronos.alarms
+     WHERE owner_did = $1 AND source = 'library' AND idempotency_key <> '' AND ${LIST_PAGE})
+   ORDER BY created_at DESC, id DESC LIMIT $5`,
+);
+const listAll = sql(
+  'alarms_list_every_owner',
+  `SELECT ${LISTED} FROM chronos.alarms WHERE $1::text IS NULL AND ${LIST_PAGE}`,
+);
 
 /**
  * One page of an owner's alarms (of every owner when `ownerDid` is null), newest first, after
@@ -1010,12 +1021,16 @@ export function alarmsRetry(
 }
 
 // One UPDATE for all of them: an owner's active and paused alarms matching every filter given
-// (ids, label, conversation id; NULL = not filtered on) are cancelled.
+// (ids, label, conversation id; NULL = not filtered on) are cancelled. The owner's alarms are
+// found on two indexes: those made through the service on alarms_owner_live_idx, its library
+// timers (which that index leaves out, and which always have a key) on alarms_idempotency_idx;
+// the OR names both predicates so the planner may read both and no other row.
 const bulkCancel = sql(
   'alarms_bulk_cancel',
   `WITH cancelled AS (
      UPDATE chronos.alarms SET status = 'cancelled', ${LET_GO}
      WHERE owner_did = $1 AND status IN ('active', 'paused')
+       AND (source <> 'library' OR idempotency_key <> '')
        AND ($2::uuid[] IS NULL OR id = ANY($2::uuid[]))
        AND ($3::text IS NULL OR label = $3)
        AND ($4::text IS NULL OR conversation_id = $4)
@@ -1029,6 +1044,9 @@ export interface BulkFilter {
   label?: string;
   conversationId?: string;
 }
+
+/** The statements that read one owner's alarms over two indexes (0016), for the test of their plans. */
+export const OWNER_STATEMENTS = { list, bulkCancel } as const;
 
 /** Cancels the owner's active and paused alarms matching every filter; returns how many. */
 export async function alarmsBulkCancel(ex: Executor, ownerDid: string, filter: BulkFilter): Promise<number> {

@@ -65,7 +65,11 @@ const dueBefore = (name: string, owner: string) =>
      WHERE ${owner} AND status = 'active' AND next_fire_at < $2::timestamptz
      ORDER BY next_fire_at LIMIT $3`,
   );
-const dueOfOwner = dueBefore('fire_stats_due_before', 'owner_did = $1');
+// One owner's alarms on the two indexes that hold them (as alarms.ts's bulk cancel, 0016).
+export const dueOfOwner = dueBefore(
+  'fire_stats_due_before',
+  "owner_did = $1 AND (source <> 'library' OR idempotency_key <> '')",
+);
 const dueOfAll = dueBefore('fire_stats_due_before_every_owner', '$1::text IS NULL');
 
 export interface DueSchedule {

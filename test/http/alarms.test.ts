@@ -2,6 +2,7 @@ import { afterEach, beforeEach, expect, it } from 'vitest';
 import { sql } from '../../src/store/db.js';
 import { describeEachBackend } from '../support/backends.js';
 import { backdate } from '../support/harness.js';
+import { libraryOn } from '../support/library.js';
 import {
   ALARM_VIEW_KEYS,
   call,
@@ -211,6 +212,38 @@ describeEachBackend('HTTP: alarms', ({ t }) => {
     const all = await call(h.app, 'GET', '/v1/alarms', { headers: h.auth });
     expect(all.body.alarms).toHaveLength(7);
     expect(all.body.next_cursor).toBeNull();
+  });
+
+  it('GET /v1/alarms lists the owner’s library timers among its alarms, newest first, page by page', async () => {
+    // Migration 0016: an owner's library timers are not in the index that lists the others; the
+    // listing reads them through their keys and merges the two in order.
+    const chronos = await libraryOn(t);
+    const made: string[] = [];
+    try {
+      for (let i = 0; i < 6; i++) {
+        if (i % 2 === 0) {
+          const r = await call(h.app, 'POST', '/v1/alarms', { headers: h.auth, body: { in_seconds: 600 } });
+          made.push(r.body.alarm.id);
+        } else {
+          made.push((await chronos.schedule(null, { key: `app:${i}`, inSeconds: 600, owner: OWNER.did })).id);
+        }
+      }
+      await chronos.schedule(null, { key: 'app:other', inSeconds: 600, owner: OTHER.did });
+    } finally {
+      await chronos.close();
+    }
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const page = await call(h.app, 'GET', `/v1/alarms?limit=4${cursor ? `&cursor=${cursor}` : ''}`, {
+        headers: h.auth,
+      });
+      seen.push(...page.body.alarms.map((a: { id: string }) => a.id));
+      cursor = page.body.next_cursor;
+    } while (cursor);
+    expect(seen).toEqual([...made].reverse());
+    const active = await call(h.app, 'GET', '/v1/alarms?status=active&limit=2', { headers: h.auth });
+    expect(active.body.alarms.map((a: { id: string }) => a.id)).toEqual([made[5], made[4]]);
   });
 
   it('GET /v1/alarms?status= filters by status', async () => {

@@ -8,7 +8,8 @@ import { Pool } from 'undici';
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { describeEachBackend } from '../support/backends.js';
 import { backdate } from '../support/harness.js';
-import { openTestApp, snapshot, WAKE_VIEW_KEYS, type TestApp } from './support.js';
+import { libraryOn } from '../support/library.js';
+import { openTestApp, OWNER, snapshot, WAKE_VIEW_KEYS, type TestApp } from './support.js';
 
 const UNKNOWN = '2f1e8c7a-5b3d-4e8f-9a1b-6c2d3e4f5a6b';
 
@@ -253,6 +254,14 @@ describeEachBackend('HTTP: operator controls over a real socket', ({ t }) => {
       cancelled: 1,
     });
     expect(await status(theirs.id, h.otherAuth)).toBe('active');
+    // The owner's library timers are its alarms too (migration 0016 reaches them by their keys).
+    const chronos = await libraryOn(t);
+    const timer = await chronos.schedule(null, { key: 'app:1', inSeconds: 600, owner: OWNER.did });
+    await chronos.close();
+    expect((await send('POST', '/v1/alarms/bulk-cancel', { ids: [timer.id, keep.id] })).json).toEqual({
+      cancelled: 2,
+    });
+    expect(await status(timer.id)).toBe('cancelled');
 
     expect((await refused(400, 'POST', '/v1/alarms/bulk-cancel', {})).detail).toMatch(
       /at least one of "ids", "label" or "conversation_id"/,

@@ -303,5 +303,25 @@ describeEachBackend('HTTP: refusals write nothing', ({ t }) => {
       expect(retryAfter).toBeGreaterThanOrEqual(1);
       expect(retryAfter).toBeLessThanOrEqual(60);
     });
+
+    it('create_rate leaves out the owner’s timers an application wrote through the library', async () => {
+      await h.close();
+      h = await openTestApp(t.db, { CHRONOS_CREATE_RATE: '3' });
+      const chronos = await libraryOn(t);
+      await chronos.scheduleMany(
+        null,
+        [1, 2, 3, 4].map((i) => ({ key: `app:${i}`, inSeconds: 600, owner: OWNER.did, queue: 'router' })),
+      );
+      await chronos.close();
+      // The beforeEach alarm and two more make three creates this minute; the library's four are not counted.
+      for (let i = 0; i < 2; i++) {
+        expect(
+          (await call(h.app, 'POST', '/v1/alarms', { headers: h.auth, body: { in_seconds: 60 } })).status,
+        ).toBe(201);
+      }
+      expect((await refused(429, 'POST', '/v1/alarms', { body: { in_seconds: 60 } })).body.limit).toBe(
+        'create_rate',
+      );
+    });
   });
 });
