@@ -71,7 +71,11 @@ type WithScheduleMany = Chronos & { scheduleMany?: (tx: unknown, specs: TimerSpe
 export class ChronosPeer implements Peer {
   readonly system = 'chronos' as const;
   readonly settings: SettingsName;
-  readonly claimStatement = /lease_token = gen_random_uuid\(\)[\s\S]*FOR UPDATE SKIP LOCKED/;
+  // Every form of the claim (leased, at the row, held in a transaction): due rows of one queue,
+  // locked with SKIP LOCKED (a pattern on the lease token's text stopped matching when the token
+  // became `(SELECT gen_random_uuid())`).
+  readonly claimStatement =
+    /WHERE \(a?\.?status = 'active' OR a?\.?trigger = 'manual'\) AND a?\.?queue = \$3[\s\S]*FOR UPDATE SKIP LOCKED/;
   readonly #url: string;
   #chronos: WithScheduleMany | null = null;
   #storeDb: Db | null = null;

@@ -25,6 +25,11 @@ const fill = sql(
    FROM generate_series(1, 5000) AS i`,
 );
 
+const ownerIndex = sql(
+  'test_owner_index_def',
+  `SELECT pg_get_indexdef('chronos.alarms_owner_idx'::regclass) AS def`,
+);
+
 async function genericPlan(db: Db, statement: Statement, args: string): Promise<string> {
   return db.transaction(async (tx) => {
     await tx.exec('SET LOCAL plan_cache_mode = force_generic_plan');
@@ -48,5 +53,8 @@ describeEachBackend('the owner index leaves library timers out', ({ t }) => {
     const cancel = await genericPlan(t.db, OWNER_STATEMENTS.bulkCancel, `${owner}, NULL, 'x', NULL`);
     const due = await genericPlan(t.db, dueOfOwner, `${owner}, now(), 100`);
     for (const plan of [list, cancel, due]) expect(plan).not.toMatch(/Seq Scan on alarms/);
+    // And the index these statements lean on holds no library timer.
+    const [index] = await t.db.query<{ def: string }>(ownerIndex);
+    expect(index!.def).toMatch(/\(owner_did, created_at DESC\) WHERE \(source <> 'library'::text\)$/);
   });
 });
