@@ -55,87 +55,133 @@ export function formErrors<K extends string>(
   form: Form<K>,
   options: ReadOptions<K> = {},
 ): { values: Partial<Record<K, unknown>>; errors: FieldError[] } {
-  // Paths are spelt only for a refusal: a batch reads 50,000 objects that have none.
+  // Paths are spelt only for a refusal: a batch reads 50,000 objects that have none. Every
+  // refusal is spelt by a function of its own, so this one, read for each of them, stays small
+  // and keeps its variables off the heap (a closure here would capture them for every call).
   const path = options.path;
-  const whole = path || '';
   const values: Partial<Record<K, unknown>> = {};
   if (typeof input !== 'object' || input === null || Array.isArray(input) || input instanceof Date) {
-    const message = `${whole || options.noun || 'body'}: expected ${options.noun === 'spec' ? 'an object' : 'a JSON object'}, got ${describeValue(input)}`;
-    return { values, errors: [{ path: whole, message }] };
+    return { values, errors: [notAnObject(input, options)] };
   }
-  const { fields, byName } = indexOf(form);
+  const { byName } = indexOf(form);
   const errors: FieldError[] = [];
   // Own enumerable keys, as Object.entries gives them, without an array per object (a batch
   // reads 50,000 of them).
   for (const name in input) {
     if (!Object.hasOwn(input, name)) continue;
     const value = (input as Record<string, unknown>)[name];
-    const field = byName.get(name);
-    if (field === undefined) {
-      if (value === undefined) continue;
-      const names = fields.map((f) => form.names[f]);
-      const at = fieldPath(path, name);
-      errors.push({
-        path: at,
-        message: `${at}: unknown field; ${names.length > 0 ? `send only ${names.join(', ')}` : 'send an empty object {}'}${didYouMean(name, form)}`,
-      });
+    const entry = byName.get(name);
+    if (entry === undefined) {
+      if (value !== undefined) errors.push(unknownField(form, path, name));
       continue;
     }
     if (value === undefined) continue;
-    const rule = form.rules[field];
+    const { field, rule } = entry;
     if (rule.accepts?.(value)) {
       values[field] = value;
       continue;
     }
     const parsed = rule.schema.safeParse(value);
-    if (parsed.success) {
-      values[field] = parsed.data;
-      continue;
-    }
-    const storable = parsed.error.issues.some((i) => i.code === 'custom' && i.message === 'storable');
-    const tooLong =
-      typeof value === 'string' &&
-      parsed.error.issues.some((i) => i.message === 'too long' || i.code === 'too_big');
-    const expected = storable ? STORABLE_EXPECTED : rule.expected;
-    const got = tooLong ? describeLength(value as string) : describeValue(value);
-    const at = fieldPath(path, name);
-    errors.push({ path: at, message: `${at}: expected ${expected}, got ${got}` });
+    if (parsed.success) values[field] = parsed.data;
+    else errors.push(badValue(rule, value, parsed.error.issues, fieldPath(path, name)));
   }
-  for (const field of options.required ?? []) {
-    if (values[field] !== undefined) continue;
-    const at = fieldPath(path, form.names[field]);
-    if (!errors.some((e) => e.path === at)) {
-      errors.push({ path: at, message: `${at}: expected ${form.rules[field].expected}, got nothing` });
+  const required = options.required;
+  if (required) {
+    for (let i = 0; i < required.length; i++) {
+      const field = required[i]!;
+      if (values[field] === undefined) missing(form, field, path, errors);
     }
   }
-  if (options.oneOf && errors.length === 0) {
+  const oneOf = options.oneOf;
+  if (oneOf && errors.length === 0) {
     let count = 0;
-    for (const f of options.oneOf.fields) if (values[f] !== undefined) count++;
-    if (count > 1 || (options.oneOf.exactly && count === 0)) {
-      const given = options.oneOf.fields.filter((f) => values[f] !== undefined);
-      const all = options.oneOf.fields.map((f) => `"${form.names[f]}"`);
-      const list = `${all.slice(0, -1).join(', ')} or ${all[all.length - 1]}`;
-      const got = given.length === 0 ? 'none of them' : given.map((f) => `"${form.names[f]}"`).join(' and ');
-      const message = `${whole || options.noun || 'body'}: expected ${options.oneOf.exactly ? 'exactly' : 'at most'} one of ${list}, got ${got}; send ${options.oneOf.exactly ? 'exactly' : 'at most'} one`;
-      errors.push({ path: whole, message });
-    }
+    for (let i = 0; i < oneOf.fields.length; i++) if (values[oneOf.fields[i]!] !== undefined) count++;
+    if (count > 1 || (oneOf.exactly && count === 0)) errors.push(notOneOf(form, values, options));
   }
   return { values, errors };
+}
+
+function notAnObject(input: unknown, options: ReadOptions<string>): FieldError {
+  const whole = options.path || '';
+  const message = `${whole || options.noun || 'body'}: expected ${options.noun === 'spec' ? 'an object' : 'a JSON object'}, got ${describeValue(input)}`;
+  return { path: whole, message };
+}
+
+function unknownField<K extends string>(form: Form<K>, path: string | undefined, name: string): FieldError {
+  const names = indexOf(form).fields.map((f) => form.names[f]);
+  const at = fieldPath(path, name);
+  return {
+    path: at,
+    message: `${at}: unknown field; ${names.length > 0 ? `send only ${names.join(', ')}` : 'send an empty object {}'}${didYouMean(name, form)}`,
+  };
+}
+
+function badValue(
+  rule: FieldRule,
+  value: unknown,
+  issues: readonly z.core.$ZodIssue[],
+  at: string,
+): FieldError {
+  const storable = issues.some((i) => i.code === 'custom' && i.message === 'storable');
+  const tooLong =
+    typeof value === 'string' && issues.some((i) => i.message === 'too long' || i.code === 'too_big');
+  const expected = storable ? STORABLE_EXPECTED : rule.expected;
+  const got = tooLong ? describeLength(value as string) : describeValue(value);
+  return { path: at, message: `${at}: expected ${expected}, got ${got}` };
+}
+
+/** A required field not given, unless the caller's value for it was refused already. */
+function missing<K extends string>(
+  form: Form<K>,
+  field: K,
+  path: string | undefined,
+  errors: FieldError[],
+): void {
+  const at = fieldPath(path, form.names[field]);
+  if (!errors.some((e) => e.path === at)) {
+    errors.push({ path: at, message: `${at}: expected ${form.rules[field].expected}, got nothing` });
+  }
+}
+
+function notOneOf<K extends string>(
+  form: Form<K>,
+  values: Partial<Record<K, unknown>>,
+  options: ReadOptions<K>,
+): FieldError {
+  const { fields, exactly } = options.oneOf!;
+  const whole = options.path || '';
+  const given = fields.filter((f) => values[f] !== undefined);
+  const all = fields.map((f) => `"${form.names[f]}"`);
+  const list = `${all.slice(0, -1).join(', ')} or ${all[all.length - 1]}`;
+  const got = given.length === 0 ? 'none of them' : given.map((f) => `"${form.names[f]}"`).join(' and ');
+  const message = `${whole || options.noun || 'body'}: expected ${exactly ? 'exactly' : 'at most'} one of ${list}, got ${got}; send ${exactly ? 'exactly' : 'at most'} one`;
+  return { path: whole, message };
 }
 
 /** `name` under `path` (`specs.3` + `at` → `specs.3.at`). */
 const fieldPath = (path: string | undefined, name: string) => (path ? `${path}.${name}` : name);
 
-/** A form's fields, and the field of each caller's name: made once per form, not per object read. */
-const indexes = new WeakMap<object, { fields: string[]; byName: Map<string, string> }>();
-function indexOf<K extends string>(form: Form<K>): { fields: K[]; byName: Map<string, K> } {
-  let index = indexes.get(form);
+/**
+ * A form's fields, and the field and rule of each caller's name: made once per form, not per object
+ * read. One lookup a field read, by name: looking the rule up again by field (a property read by a
+ * key the code cannot foresee) was about a quarter of a cold batch's reading of its timers.
+ */
+interface FormIndex<K extends string> {
+  fields: K[];
+  byName: Map<string, { field: K; rule: FieldRule }>;
+}
+const indexes = new WeakMap<object, FormIndex<string>>();
+function indexOf<K extends string>(form: Form<K>): FormIndex<K> {
+  let index = indexes.get(form) as FormIndex<K> | undefined;
   if (!index) {
     const fields = Object.keys(form.names) as K[];
-    index = { fields, byName: new Map(fields.map((f) => [form.names[f], f])) };
-    indexes.set(form, index);
+    index = {
+      fields,
+      byName: new Map(fields.map((field) => [form.names[field], { field, rule: form.rules[field] }])),
+    };
+    indexes.set(form, index as FormIndex<string>);
   }
-  return index as { fields: K[]; byName: Map<string, K> };
+  return index;
 }
 
 /** `; did you mean "x"?` for a field name that is close to one of the form's, or `''`. */

@@ -93,6 +93,42 @@ describeEachBackend('a batch larger than one statement', ({ kind, t }) => {
     await chronos.close();
   });
 
+  it('batches of one statement (99, 100, 260 timers) answer the same way: a key given twice, a key taken, a refusal', async () => {
+    const chronos = await libraryOn(t);
+    for (const size of [99, 100, 260]) {
+      const [earlier] = await inCallerTransaction(t, (tx) =>
+        chronos.scheduleMany(tx, [{ key: `s${size}:40`, inSeconds: 600, label: 'earlier' }]),
+      );
+      const specs = Array.from({ length: size }, (_, i) => ({
+        key: i === size - 1 ? `s${size}:3` : `s${size}:${i}`,
+        label: `n${i}`,
+        inSeconds: 600,
+        payload: { i },
+      }));
+      const made = await inCallerTransaction(t, (tx) => chronos.scheduleMany(tx, specs));
+      expect(made).toHaveLength(size);
+      expect(made[40]!.id).toBe(earlier!.id);
+      expect(made[40]!.label).toBe('earlier');
+      expect(made[size - 1]!.id).toBe(made[3]!.id);
+      for (const i of [0, 39, 41, size - 2]) {
+        const got = (await chronos.get(`s${size}:${i}`))!;
+        expect(got.id).toBe(made[i]!.id);
+        expect(got.label).toBe(`n${i}`);
+        expect(made[i]!.payload.parse()).toEqual({ i });
+      }
+      // A refusal in the batch keeps none of it.
+      specs[size - 2] = { key: `s${size}:x`, inSeconds: -1 } as never;
+      const refused = await inCallerTransaction(t, (tx) =>
+        chronos.scheduleMany(tx, specs).catch((e: unknown) => e as ChronosError),
+      );
+      expect((refused as ChronosError).errors.map((e) => e.path)).toEqual([`specs.${size - 2}.inSeconds`]);
+    }
+    // Each size left its earlier alarm and its batch less the key given twice, and nothing refused.
+    const [{ n }] = (await t.db.query(count)) as [{ n: number }];
+    expect(n).toBe(99 - 1 + 100 - 1 + 260 - 1);
+    await chronos.close();
+  });
+
   it('a key taken in a late part: the batch is written again around it, the caller’s own writes before and after kept', async () => {
     const chronos = await libraryOn(t);
     const orders = await appOrders(t);
