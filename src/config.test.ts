@@ -21,6 +21,7 @@ describe('loadConfig', () => {
       minCronIntervalMs: 60_000,
       maxActiveAlarms: 1_000,
       createRatePerMinute: 120,
+      routerPipelining: 1,
       webhookSecrets: [],
     });
   });
@@ -31,6 +32,7 @@ describe('loadConfig', () => {
       CHRONOS_RETRY_BASE: '250ms',
       PORT: '9090',
       CHRONOS_EMBEDDED_SHARED_BUFFERS_MB: '64',
+      CHRONOS_ROUTER_PIPELINING: '10',
       CHRONOS_ROUTER_URL: 'http://127.0.0.1:9000/wakes',
       CHRONOS_WEBHOOK_SECRET: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw whsec_c2Vjb25k',
     });
@@ -39,6 +41,7 @@ describe('loadConfig', () => {
       retryBaseMs: 250,
       port: 9090,
       embeddedSharedBuffersMB: 64,
+      routerPipelining: 10,
     });
     expect(config.webhookSecrets).toHaveLength(2);
   });
@@ -51,6 +54,7 @@ describe('loadConfig', () => {
           PORT: 'eighty',
           CHRONOS_ROUTER_URL: 'ftp://x',
           CHRONOS_WEBHOOK_SECRET: 'hunter2',
+          CHRONOS_ROUTER_PIPELINING: '0',
         });
       } catch (e) {
         return e;
@@ -59,7 +63,13 @@ describe('loadConfig', () => {
     expect(isChronosError(error, 'invalid_input')).toBe(true);
     const paths = (error as { errors: { path: string }[] }).errors.map((e) => e.path);
     expect(new Set(paths)).toEqual(
-      new Set(['PORT', 'CHRONOS_ROUTER_URL', 'CHRONOS_WEBHOOK_SECRET', 'CHRONOS_LEASE']),
+      new Set([
+        'PORT',
+        'CHRONOS_ROUTER_URL',
+        'CHRONOS_WEBHOOK_SECRET',
+        'CHRONOS_LEASE',
+        'CHRONOS_ROUTER_PIPELINING',
+      ]),
     );
     expect((error as Error).message).toContain(
       'CHRONOS_LEASE: expected a duration such as "250ms", "30s", "5m" or "1h", got "thirty"',

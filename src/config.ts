@@ -53,6 +53,8 @@ export interface Config {
   trackerIntervalMs: number;
   batchSize: number | undefined;
   concurrency: number;
+  /** Wakes sent on one connection to the router before their answers (HTTP/1.1 pipelining); 1: none. */
+  routerPipelining: number;
   shutdownGraceMs: number;
   /** How long a request waits for a PostgreSQL connection before it fails (503) instead of hanging. */
   dbConnectTimeoutMs: number;
@@ -204,6 +206,7 @@ export function loadConfig(env: Env = process.env): Config {
     batchSize:
       text('CHRONOS_BATCH_SIZE') === undefined ? undefined : integer('CHRONOS_BATCH_SIZE', 200, 1, 5_000),
     concurrency: integer('CHRONOS_CONCURRENCY', 200, 1, 10_000),
+    routerPipelining: integer('CHRONOS_ROUTER_PIPELINING', 1, 1, 100),
     shutdownGraceMs: duration('CHRONOS_SHUTDOWN_GRACE', '10s'),
     dbConnectTimeoutMs: duration('CHRONOS_DB_CONNECT_TIMEOUT', '5s', 1),
     logLevel: text('LOG_LEVEL') ?? 'info',

@@ -440,6 +440,7 @@ async function createReceiver(
     secrets: config.webhookSecrets,
     timeoutMs: config.deliveryTimeoutMs,
     concurrency: config.concurrency,
+    pipelining: config.routerPipelining,
     clock,
     metrics,
     logger: logger.child({ receiver: 'webhook' }),

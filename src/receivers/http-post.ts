@@ -53,11 +53,18 @@ export type PostKind = 'answered' | 'timeout' | 'unreachable' | 'connection';
 
 export type SignedDelivery = Delivery & { kind: PostKind };
 
-/** What a delivery pool looks like: keep-alive, at most `connections` sockets per origin. */
-export function createDeliveryAgent(options: { connections: number; keepAliveTimeoutMs?: number }): Agent {
+/**
+ * What a delivery pool looks like: keep-alive, at most `connections` sockets per origin, each
+ * carrying up to `pipelining` requests at once (default 1).
+ */
+export function createDeliveryAgent(options: {
+  connections: number;
+  pipelining?: number;
+  keepAliveTimeoutMs?: number;
+}): Agent {
   return new Agent({
     connections: options.connections,
-    pipelining: 1,
+    pipelining: options.pipelining ?? 1,
     keepAliveTimeout: options.keepAliveTimeoutMs ?? 4_000,
     // Shorter than any delivery timeout worth having: a router that drops packets is found
     // unreachable (an outage: held, not spent) rather than timed out.
@@ -173,6 +180,11 @@ export function postSigned(post: SignedPost): Promise<SignedDelivery> {
           body: post.body,
           // The timer above bounds the whole exchange; undici's own timeouts would only be longer.
           headersTimeout: post.timeoutMs + 1_000,
+          // Each message may be sent twice (receivers deduplicate on its webhook-id), and none
+          // holds the connection longer than its answer takes: both let undici pipeline POSTs
+          // when the pool allows it, and send again those queued behind an answer cut off.
+          idempotent: true,
+          blocking: false,
           bodyTimeout: post.timeoutMs + 1_000,
         },
         handler,

@@ -10,6 +10,8 @@
  *
  * Connections are kept alive in one undici pool (`connections`, at most 64 by default); the
  * dispatcher keeps up to `concurrency` requests under way, the rest wait in the pool's queue.
+ * With `pipelining` above 1, that many requests share a connection, and the pool is that many
+ * times smaller: fewer system calls a wake on both sides (bench/README.md, "Webhook delivery").
  * Each attempt is given up after `timeoutMs`, and earlier when the dispatcher aborts it before
  * its lease would lapse.
  *
@@ -42,10 +44,16 @@ export interface WebhookReceiverOptions {
   /** Requests to the router under way at once (the dispatcher's concurrency). */
   concurrency: number;
   /**
-   * Keep-alive connections to the router (default: `concurrency`, at most 64); requests beyond
-   * them wait in the pool's queue, their timeout running.
+   * Keep-alive connections to the router (default: `concurrency / pipelining`, at most 64);
+   * requests beyond them wait in the pool's queue, their timeout running.
    */
   connections?: number;
+  /**
+   * Requests sent on one connection before their answers come back (HTTP/1.1 pipelining,
+   * `CHRONOS_ROUTER_PIPELINING`; default 1, none). The router answers them in order, so a slow
+   * answer holds up those behind it on its connection; each is still cut at `timeoutMs`.
+   */
+  pipelining?: number;
   clock?: Clock;
   metrics?: Metrics;
   logger?: Logger;
@@ -74,8 +82,9 @@ export class WebhookReceiver implements Receiver {
     this.#options = options;
     this.#clock = options.clock ?? systemClock;
     this.#logger = options.logger ?? silentLogger;
-    const connections = options.connections ?? Math.min(options.concurrency, 64);
-    this.#agent = createDeliveryAgent({ connections: Math.max(1, connections) });
+    const pipelining = Math.max(1, options.pipelining ?? 1);
+    const connections = options.connections ?? Math.min(Math.ceil(options.concurrency / pipelining), 64);
+    this.#agent = createDeliveryAgent({ connections: Math.max(1, connections), pipelining });
     const url = new URL(options.url);
     this.#target = {
       host: url.hostname.replace(/^\[(.*)\]$/, '$1'),

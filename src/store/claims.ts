@@ -369,7 +369,8 @@ export interface Outcome {
  * The alarm is updated only under the lease token it was claimed with; the ids of the alarms
  * updated are returned, the rest were fenced out (cancelled, rescheduled or reclaimed meanwhile).
  * The wake records a delivery even when fenced — it happened — but gives up on its occurrence
- * only when the alarm update went through. Every attempt is added to the wake's history.
+ * only when the alarm update went through. Every attempt is added to the wake's history: a first
+ * attempt delivered on the wake's own row, any other as a row of `wake_attempts`.
  */
 // What a recording answers, from the ids of the alarms it wrote (`written`): NULL when it wrote
 // the alarm of every outcome (its ids, $1, all distinct then: the same alarm twice in one batch,
@@ -410,6 +411,12 @@ const recordOnAlarm = (held: boolean, rows: number | null) => `UPDATE chronos.al
 const whereRow = (rows: number | null) =>
   rows === null ? 'a.id = o.alarm_id' : `a.ctid = ANY($${rows}::tid[]) AND a.id = o.alarm_id`;
 
+// A first attempt delivered, on a wake that holds none yet: kept on the wake (migration 0017). A
+// second recording of it (a worker fenced out after delivering) changes nothing, as the attempt
+// row's primary key did.
+const FIRST = `o.result = 'delivered' AND o.attempt = 1 AND w.first_attempt_started_at IS NULL`;
+const DURATION_MS = 'greatest(0, round(extract(epoch FROM (o.finished_at - o.started_at)) * 1000))::int';
+
 const record = sql(
   'alarms_record_outcomes',
   `WITH o AS (
@@ -437,15 +444,19 @@ const record = sql(
        delivered_at = CASE WHEN o.result = 'delivered' THEN coalesce(w.delivered_at, o.finished_at) ELSE w.delivered_at END,
        lateness_ms = CASE WHEN o.result = 'delivered' THEN coalesce(w.lateness_ms, o.lateness_ms) ELSE w.lateness_ms END,
        last_error = CASE WHEN o.result IN ('retry', 'failed') THEN o.last_error ELSE w.last_error END,
+       -- A first attempt delivered is kept on the wake, not as a row of its own (migration 0017).
+       first_attempt_started_at = CASE WHEN ${FIRST} THEN o.started_at ELSE w.first_attempt_started_at END,
+       first_attempt_ms = CASE WHEN ${FIRST} THEN ${DURATION_MS} ELSE w.first_attempt_ms END,
+       first_attempt_status = CASE WHEN ${FIRST} THEN o.status_code ELSE w.first_attempt_status END,
        updated_at = now()
      FROM o WHERE w.id = o.wake_id AND o.result <> 'coalesced'
      RETURNING w.id
    ), history AS (
      INSERT INTO chronos.wake_attempts (wake_id, attempt, started_at, duration_ms, outcome, status_code, error)
-     SELECT o.wake_id, o.attempt, o.started_at,
-       greatest(0, round(extract(epoch FROM (o.finished_at - o.started_at)) * 1000))::int,
+     SELECT o.wake_id, o.attempt, o.started_at, ${DURATION_MS},
        o.result, o.status_code, CASE WHEN o.result = 'delivered' THEN '' ELSE o.last_error END
-     FROM o WHERE o.result <> 'coalesced' AND o.wake_id IN (SELECT id FROM woken)
+     FROM o WHERE o.result <> 'coalesced' AND NOT (o.result = 'delivered' AND o.attempt = 1)
+       AND o.wake_id IN (SELECT id FROM woken)
      ON CONFLICT DO NOTHING
    )
    ${WRITTEN_FROM('updated')}`,

@@ -181,12 +181,29 @@ export async function wakesAckByReply(
   return rows.map(toWake).sort((a, b) => a.firedAt.getTime() - b.firedAt.getTime());
 }
 
+/**
+ * Every attempt of the wake `w` (a row of `chronos.wakes` in the statement around it), for a
+ * LATERAL join: its rows of `wake_attempts`, and a first attempt delivered, which is kept on the
+ * wake's own row (migration 0017) unless a row holds attempt 1 (recorded before that migration,
+ * or first by a worker fenced out since). Columns: wake_id, attempt, started_at, duration_ms,
+ * outcome, status_code, error.
+ */
+export const ATTEMPTS_OF_WAKE = `(
+     SELECT a.wake_id, a.attempt, a.started_at, a.duration_ms, a.outcome, a.status_code, a.error
+     FROM chronos.wake_attempts a WHERE a.wake_id = w.id
+     UNION ALL
+     SELECT w.id, 1, w.first_attempt_started_at, w.first_attempt_ms, 'delivered', w.first_attempt_status, ''
+     WHERE w.first_attempt_started_at IS NOT NULL
+       AND NOT EXISTS (SELECT 1 FROM chronos.wake_attempts a WHERE a.wake_id = w.id AND a.attempt = 1)
+   )`;
+
 // Every attempt of one of the owner's wakes, oldest first; null when the owner has no such wake.
 const attempts = sql(
   'wakes_attempts',
   `SELECT w.id IS NOT NULL AS found, t.attempt, t.started_at, t.duration_ms, t.outcome, t.status_code, t.error
-   FROM (SELECT id FROM chronos.wakes WHERE id = $1 AND owner_did = $2) w
-   LEFT JOIN chronos.wake_attempts t ON t.wake_id = w.id
+   FROM (SELECT id, first_attempt_started_at, first_attempt_ms, first_attempt_status
+         FROM chronos.wakes WHERE id = $1 AND owner_did = $2) w
+   LEFT JOIN LATERAL ${ATTEMPTS_OF_WAKE} t ON true
    ORDER BY t.started_at, t.attempt`,
 );
 

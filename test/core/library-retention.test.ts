@@ -8,6 +8,7 @@ import { expect, it } from 'vitest';
 import { isChronosError } from '../../src/errors.js';
 import { createChronos } from '../../src/library.js';
 import { sql } from '../../src/store/db.js';
+import { ATTEMPTS_OF_WAKE } from '../../src/store/wakes.js';
 import { describeEachBackend } from '../support/backends.js';
 import { backdate, gate } from '../support/harness.js';
 import { libraryOn } from '../support/library.js';
@@ -25,7 +26,11 @@ const orphans = sql(
         + (SELECT count(*) FROM chronos.wakes w
            WHERE NOT EXISTS (SELECT 1 FROM chronos.alarms a WHERE a.id = w.alarm_id))::int AS n`,
 );
-const attemptCount = sql('test_attempts_count', 'SELECT count(*)::int AS n FROM chronos.wake_attempts');
+// Every attempt, on wake rows (a first one delivered: migration 0017) and in wake_attempts.
+const attemptCount = sql(
+  'test_attempts_count',
+  `SELECT count(*)::int AS n FROM chronos.wakes w CROSS JOIN LATERAL ${ATTEMPTS_OF_WAKE} t`,
+);
 const age = sql(
   'test_age_finished',
   `UPDATE chronos.alarms SET updated_at = updated_at - interval '31 days' WHERE id = $1::uuid`,

@@ -7,6 +7,7 @@
  */
 import { expect, it } from 'vitest';
 import { sql } from '../../src/store/db.js';
+import { ATTEMPTS_OF_WAKE } from '../../src/store/wakes.js';
 import type { ClaimedAlarm } from '../../src/types.js';
 import { alarmsClaimDue } from '../../src/store/claims.js';
 import { describeEachBackend, postgresOnly } from '../support/backends.js';
@@ -61,7 +62,7 @@ describeEachBackend('outcomes at the claimed row', ({ t, kind }) => {
     const [attempts] = await t.db.query<{ n: number }>(
       sql(
         'test_attempt_rows',
-        'SELECT count(*)::int AS n FROM chronos.wake_attempts a JOIN chronos.wakes w ON w.id = a.wake_id WHERE w.alarm_id = $1',
+        `SELECT count(*)::int AS n FROM chronos.wakes w CROSS JOIN LATERAL ${ATTEMPTS_OF_WAKE} a WHERE w.alarm_id = $1`,
       ),
       [alarm.id],
     );

@@ -3,11 +3,14 @@
  * a dispatcher over both. Rows are moved in time, never waited for.
  */
 import { randomBytes } from 'node:crypto';
+import { afterAll, afterEach, beforeAll } from 'vitest';
 import type { Dispatcher, DispatcherSettings } from '../../src/dispatch/dispatcher.js';
 import { WebhookReceiver, type WebhookReceiverOptions } from '../../src/receivers/webhook.js';
 import { sql, type Db, type Executor, type Row } from '../../src/store/db.js';
+import { ATTEMPTS_OF_WAKE } from '../../src/store/wakes.js';
 import { makeDispatcher } from '../support/harness.js';
-import type { Sink } from '../support/sink.js';
+import { lateBound } from '../support/late.js';
+import { Sink } from '../support/sink.js';
 
 export const newSecret = (): string => `whsec_${randomBytes(32).toString('base64')}`;
 
@@ -36,10 +39,41 @@ export function webhookDispatcher(
   return { receiver, dispatcher };
 }
 
+/**
+ * For a suite of webhook tests: a sink started before them, reset after each and closed after all,
+ * and `delivering(db, options)`, a webhook dispatcher to it whose receiver is closed after the test.
+ */
+export function useDelivery(): {
+  sink: Sink;
+  delivering(db: Db, options?: Parameters<typeof webhookDispatcher>[2]): Delivery;
+} {
+  let sink: Sink | null = null;
+  const closers: (() => Promise<void>)[] = [];
+  beforeAll(async () => {
+    sink = await Sink.start();
+  });
+  afterEach(async () => {
+    await Promise.all(closers.splice(0).map((close) => close()));
+    sink?.reset();
+  });
+  afterAll(async () => {
+    await sink?.close();
+  });
+  const late = lateBound('the sink', () => sink);
+  return {
+    sink: late,
+    delivering: (db, options = {}) => {
+      const delivery = webhookDispatcher(db, late, options);
+      closers.push(() => delivery.receiver.close());
+      return delivery;
+    },
+  };
+}
+
 const attemptsStmt = sql(
   'test_attempts_of',
   `SELECT t.attempt, t.outcome, t.status_code, t.error, t.started_at, t.duration_ms
-   FROM chronos.wake_attempts t JOIN chronos.wakes w ON w.id = t.wake_id
+   FROM chronos.wakes w CROSS JOIN LATERAL ${ATTEMPTS_OF_WAKE} t
    WHERE w.alarm_id = $1 ORDER BY t.started_at, t.attempt`,
 );
 

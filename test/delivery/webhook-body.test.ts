@@ -1,11 +1,10 @@
 import { RawJson } from '../../src/json.js';
 import { Webhook } from 'standardwebhooks';
-import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { rawMember } from '../../src/json.js';
 import { describeEachBackend } from '../support/backends.js';
 import { alarmRow, backdate, makeService, OWNER, wakesOf } from '../support/harness.js';
-import { Sink } from '../support/sink.js';
-import { newSecret, webhookDispatcher } from './support.js';
+import { newSecret, useDelivery } from './support.js';
 
 const api = { source: 'api' } as const;
 const BODY_KEYS = [
@@ -31,25 +30,9 @@ const BODY_KEYS = [
 const RFC3339_MS_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 describeEachBackend('webhook delivery: the body and its signature', ({ t }) => {
-  let sink: Sink;
+  const { sink, delivering } = useDelivery();
   const secret = newSecret();
-  const closers: (() => Promise<void>)[] = [];
-  const deliveryWith = (secrets = [secret]) => {
-    const delivery = webhookDispatcher(t.db, sink, { receiver: { secrets } });
-    closers.push(() => delivery.receiver.close());
-    return delivery;
-  };
-
-  beforeAll(async () => {
-    sink = await Sink.start();
-  });
-  afterEach(async () => {
-    await Promise.all(closers.splice(0).map((close) => close()));
-    sink.reset();
-  });
-  afterAll(async () => {
-    await sink.close();
-  });
+  const deliveryWith = (secrets = [secret]) => delivering(t.db, { receiver: { secrets } });
 
   it('a fire is POSTed with the §6 body, and the official verifier accepts its signature', async () => {
     const { alarm } = await makeService(t.db).create(

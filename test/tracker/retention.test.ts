@@ -1,5 +1,6 @@
 import { expect, it } from 'vitest';
 import { sql } from '../../src/store/db.js';
+import { ATTEMPTS_OF_WAKE } from '../../src/store/wakes.js';
 import { describeEachBackend } from '../support/backends.js';
 import { makeService, OWNER } from '../support/harness.js';
 import {
@@ -23,9 +24,13 @@ const olderStmt = sql(
   `UPDATE chronos.alarms SET updated_at = updated_at - $2::float8 * interval '1 millisecond' WHERE id = $1`,
 );
 
+// A wake's attempts while it exists (a first one delivered is on its row: migration 0017), and
+// once it is gone, the attempt rows left behind (none, ever).
 const attemptsOf = sql(
   'test_tracker_attempts_of',
-  `SELECT count(*)::int AS n FROM chronos.wake_attempts WHERE wake_id = $1`,
+  `SELECT (SELECT count(*) FROM chronos.wakes w CROSS JOIN LATERAL ${ATTEMPTS_OF_WAKE} t WHERE w.id = $1)::int
+     + (SELECT count(*) FROM chronos.wake_attempts a
+        WHERE a.wake_id = $1 AND NOT EXISTS (SELECT 1 FROM chronos.wakes w WHERE w.id = $1))::int AS n`,
 );
 
 describeEachBackend('tracker: retention', ({ t }) => {

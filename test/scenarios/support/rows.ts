@@ -4,6 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { sql, type Db } from '../../../src/store/db.js';
+import { ATTEMPTS_OF_WAKE } from '../../../src/store/wakes.js';
 
 /** `count` owners `did:matrix:<uuid>:<name>-<i>`. */
 export function owners(count: number, name = 'scenario'): string[] {
@@ -119,7 +120,7 @@ const attempts = sql(
   'scenario_wake_attempts',
   `SELECT w.alarm_id::text AS alarm_id, a.wake_id::text AS wake_id, a.attempt, a.outcome, a.duration_ms,
      a.error, extract(epoch FROM a.started_at)::float8 * 1000 AS started_ms
-   FROM chronos.wake_attempts a JOIN chronos.wakes w ON w.id = a.wake_id ORDER BY a.started_at`,
+   FROM chronos.wakes w CROSS JOIN LATERAL ${ATTEMPTS_OF_WAKE} a ORDER BY a.started_at`,
 );
 
 export interface AttemptRow {
