@@ -70,6 +70,23 @@ export function describeValue(value: unknown): string {
   return `a ${typeof value}`;
 }
 
+/**
+ * `where: expected exactly (or at most) one of "a", "b" or "c", got "a" and "b"; send exactly one`:
+ * the refusal of fields that exclude each other, `names` and `given` as the caller spells them.
+ */
+export function oneOfMessage(
+  where: string,
+  names: readonly string[],
+  given: readonly string[],
+  exactly: boolean,
+): string {
+  const quoted = names.map((name) => `"${name}"`);
+  const list = `${quoted.slice(0, -1).join(', ')} or ${quoted[quoted.length - 1]}`;
+  const got = given.length === 0 ? 'none of them' : given.map((name) => `"${name}"`).join(' and ');
+  const how = exactly ? 'exactly' : 'at most';
+  return `${where}: expected ${how} one of ${list}, got ${got}; send ${how} one`;
+}
+
 /** `path: expected X, got Y[; hint]` as an `invalid_input` error carrying the one field error. */
 export function invalidInput(path: string, expected: string, got: unknown, hint?: string): ChronosError {
   const message = `${path || 'body'}: expected ${expected}, got ${describeValue(got)}${hint ? `; ${hint}` : ''}`;

@@ -9,7 +9,7 @@
  * `at` are rounded up, so that an alarm never fires before the time it was given.
  * `null` counts as absent for every field. Nothing here reads the clock: `now` is an argument.
  */
-import { ChronosError, describeValue, invalidInput } from '../errors.js';
+import { ChronosError, describeValue, invalidInput, oneOfMessage } from '../errors.js';
 import { minIntervalMs, parseCron } from './cron.js';
 import { formatDuration } from './duration.js';
 import { assertTimeZone, formatLocal } from './time-zone.js';
@@ -119,9 +119,13 @@ export function resolveSchedule(
 }
 
 function notOneSchedule(input: ScheduleInput): ChronosError {
-  const given = (['at', 'inSeconds', 'cron'] as const).filter((key) => has(input[key]));
-  const got = given.length === 0 ? 'none of them' : given.map((key) => `"${key}"`).join(' and ');
-  const message = `body: expected exactly one of "at", "inSeconds" or "cron", got ${got}; send exactly one`;
+  const names = ['at', 'inSeconds', 'cron'] as const;
+  const message = oneOfMessage(
+    'body',
+    names,
+    names.filter((key) => has(input[key])),
+    true,
+  );
   return new ChronosError('invalid_input', message, { errors: [{ path: '', message }] });
 }
 

@@ -414,7 +414,8 @@ const whereRow = (rows: number | null) =>
 // A first attempt delivered, on a wake that holds none yet: kept on the wake (migration 0017). A
 // second recording of it (a worker fenced out after delivering) changes nothing, as the attempt
 // row's primary key did.
-const FIRST = `o.result = 'delivered' AND o.attempt = 1 AND w.first_attempt_started_at IS NULL`;
+const FIRST_DELIVERED = `o.result = 'delivered' AND o.attempt = 1`;
+const FIRST = `${FIRST_DELIVERED} AND w.first_attempt_started_at IS NULL`;
 const DURATION_MS = 'greatest(0, round(extract(epoch FROM (o.finished_at - o.started_at)) * 1000))::int';
 
 const record = sql(
@@ -455,7 +456,7 @@ const record = sql(
      INSERT INTO chronos.wake_attempts (wake_id, attempt, started_at, duration_ms, outcome, status_code, error)
      SELECT o.wake_id, o.attempt, o.started_at, ${DURATION_MS},
        o.result, o.status_code, CASE WHEN o.result = 'delivered' THEN '' ELSE o.last_error END
-     FROM o WHERE o.result <> 'coalesced' AND NOT (o.result = 'delivered' AND o.attempt = 1)
+     FROM o WHERE o.result <> 'coalesced' AND NOT (${FIRST_DELIVERED})
        AND o.wake_id IN (SELECT id FROM woken)
      ON CONFLICT DO NOTHING
    )

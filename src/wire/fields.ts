@@ -6,7 +6,7 @@
  * `path: expected X, got Y`. Nothing is returned unless every field is right.
  */
 import type { z } from 'zod';
-import { describeValue, invalidFields, type FieldError } from '../errors.js';
+import { describeValue, invalidFields, oneOfMessage, type FieldError } from '../errors.js';
 import { describeLength, STORABLE_EXPECTED } from '../core/text.js';
 
 export interface FieldRule {
@@ -150,11 +150,12 @@ function notOneOf<K extends string>(
 ): FieldError {
   const { fields, exactly } = options.oneOf!;
   const whole = options.path || '';
-  const given = fields.filter((f) => values[f] !== undefined);
-  const all = fields.map((f) => `"${form.names[f]}"`);
-  const list = `${all.slice(0, -1).join(', ')} or ${all[all.length - 1]}`;
-  const got = given.length === 0 ? 'none of them' : given.map((f) => `"${form.names[f]}"`).join(' and ');
-  const message = `${whole || options.noun || 'body'}: expected ${exactly ? 'exactly' : 'at most'} one of ${list}, got ${got}; send ${exactly ? 'exactly' : 'at most'} one`;
+  const message = oneOfMessage(
+    whole || options.noun || 'body',
+    fields.map((f) => form.names[f]),
+    fields.filter((f) => values[f] !== undefined).map((f) => form.names[f]),
+    exactly,
+  );
   return { path: whole, message };
 }
 
