@@ -1,8 +1,10 @@
 import { randomBytes } from 'node:crypto';
+import { connect, createServer, type Socket } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Sink } from '../support/sink.js';
 import {
+  coalesceWrites,
   createDeliveryAgent,
   parseRetryAfter,
   postSigned,
@@ -201,6 +203,44 @@ describe('postSigned', () => {
       for (const secret of ['s3cret', SECRET, SECRET.slice(6), '127.0.0.1', String(sink.port)]) {
         expect(delivery.error).not.toContain(secret);
       }
+    }
+  });
+});
+
+describe('coalesceWrites', () => {
+  it('sends what one tick writes to a connection in one system call, and each later tick in its own', async () => {
+    const received: Buffer[] = [];
+    const server = createServer((peer) => peer.on('data', (chunk: Buffer) => received.push(chunk)));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const socket: Socket = connect((server.address() as { port: number }).port, '127.0.0.1');
+    await new Promise((resolve) => socket.once('connect', resolve));
+    coalesceWrites(socket);
+    // Node hands a socket's buffered writes to the kernel through _writev (several) or _write (one).
+    const calls: number[] = [];
+    type Hand = (...args: unknown[]) => void;
+    const { _writev, _write } = socket as unknown as { _writev: Hand; _write: Hand };
+    Object.assign(socket, {
+      _writev(chunks: unknown[], callback: unknown) {
+        calls.push(chunks.length);
+        _writev.call(socket, chunks, callback);
+      },
+      _write(chunk: unknown, encoding: unknown, callback: unknown) {
+        calls.push(1);
+        _write.call(socket, chunk, encoding, callback);
+      },
+    });
+    try {
+      for (const text of ['one ', 'two ', 'three ']) socket.write(text);
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(calls).toEqual([3]);
+      socket.write('four');
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(calls).toEqual([3, 1]);
+      // Nothing is held back: everything written arrives, in order.
+      await expect.poll(() => Buffer.concat(received).toString()).toBe('one two three four');
+    } finally {
+      socket.destroy();
+      await new Promise((resolve) => server.close(resolve));
     }
   });
 });
