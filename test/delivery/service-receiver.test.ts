@@ -89,6 +89,27 @@ describeEachBackend('the service chooses its receiver from the configuration', (
     expect((await alarmRow(t.db, alarm.id)).status).toBe('fired');
   });
 
+  it('with CHRONOS_ROUTER_PIPELINING set, a burst shares that many to a connection', async () => {
+    // CHRONOS_CONCURRENCY 8: eight under way, on their own connections by default, on two at 4 apiece.
+    const burst = async (env: Record<string, string>) => {
+      const { service } = await open({
+        CHRONOS_ROUTER_URL: sink.url(),
+        CHRONOS_WEBHOOK_SECRET: newSecret(),
+        ...env,
+      });
+      for (let i = 0; i < 8; i++) {
+        const { alarm } = await service.alarms.create(OWNER, { inSeconds: 60, label: `burst-${i}` }, api);
+        await backdate(t.db, alarm.id, 61_000);
+      }
+      sink.reset();
+      expect(await service.dispatcher.runOnce()).toBe(8);
+      expect(sink.requests).toHaveLength(8);
+      return sink.connections;
+    };
+    expect(await burst({ CHRONOS_ROUTER_PIPELINING: '4' })).toBeLessThanOrEqual(2);
+    expect(await burst({})).toBeGreaterThan(2);
+  });
+
   it('warns at start when PostgreSQL runs with autovacuum off, and only then', async () => {
     const { lines } = await open({ CHRONOS_ROUTER_URL: sink.url(), CHRONOS_WEBHOOK_SECRET: newSecret() });
     const warned = lines.filter((l) => l.level === 40 && /autovacuum is off/.test(String(l.msg)));
