@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { createServer as createHttpsServer, type Server } from 'node:https';
 import { connect, createServer, type Socket } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -241,6 +243,68 @@ describe('coalesceWrites', () => {
     } finally {
       socket.destroy();
       await new Promise((resolve) => server.close(resolve));
+    }
+  });
+});
+
+describe('over TLS', () => {
+  // A router behind HTTPS, with a throwaway self-signed certificate for 127.0.0.1 (test/support/tls),
+  // which this test alone accepts unverified. The pool's connections are TLS sockets, and
+  // coalesceWrites wraps them as it wraps plain ones.
+  const tls = (name: string) => readFileSync(new URL(`../support/tls/${name}`, import.meta.url));
+  let server: Server;
+  let url: string;
+  const rejectUnauthorized = process.env.NODE_TLS_REJECT_UNAUTHORIZED;
+  const received: { id: string; body: string; raw: Buffer; headers: Record<string, string> }[] = [];
+  const sockets = new Set<unknown>();
+
+  beforeAll(async () => {
+    process.env.NODE_TLS_REJECT_UNAUTHORIZED = '0';
+    server = createHttpsServer({ key: tls('localhost.key'), cert: tls('localhost.crt') }, (req, res) => {
+      sockets.add(req.socket);
+      const chunks: Buffer[] = [];
+      req.on('data', (chunk: Buffer) => chunks.push(chunk));
+      req.on('end', () => {
+        const raw = Buffer.concat(chunks);
+        const headers = req.headers as Record<string, string>;
+        received.push({ id: headers['webhook-id']!, body: raw.toString(), raw, headers });
+        res.end();
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    url = `https://127.0.0.1:${(server.address() as { port: number }).port}/wakes`;
+  });
+  afterAll(async () => {
+    if (rejectUnauthorized === undefined) delete process.env.NODE_TLS_REJECT_UNAUTHORIZED;
+    else process.env.NODE_TLS_REJECT_UNAUTHORIZED = rejectUnauthorized;
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  });
+
+  it('a pipelined burst arrives whole, each body signed and with its own id', async () => {
+    const agent = createDeliveryAgent({ connections: 2, pipelining: 10 });
+    try {
+      const answers = await Promise.all(
+        Array.from({ length: 30 }, (_, i) =>
+          postSigned({
+            url,
+            msgId: `wake-${i}`,
+            body: `{"n":${i}}`,
+            secrets: [SECRET],
+            timeoutMs: 5_000,
+            dispatcher: agent,
+          }),
+        ),
+      );
+      expect(answers.every((a) => a.ok && a.kind === 'answered')).toBe(true);
+      expect(received).toHaveLength(30);
+      expect(sockets.size).toBeLessThanOrEqual(2);
+      for (const request of received) {
+        expect(request.body).toBe(`{"n":${request.id.slice('wake-'.length)}}`);
+        expect(() => new Webhook(SECRET).verify(request.raw, request.headers)).not.toThrow();
+      }
+    } finally {
+      await agent.close();
     }
   });
 });
