@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { createServer as createHttpsServer, type Server } from 'node:https';
 import { connect, createServer, type Socket } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -252,33 +251,17 @@ describe('over TLS', () => {
   // which this test alone accepts unverified. The pool's connections are TLS sockets, and
   // coalesceWrites wraps them as it wraps plain ones.
   const tls = (name: string) => readFileSync(new URL(`../support/tls/${name}`, import.meta.url));
-  let server: Server;
-  let url: string;
   const rejectUnauthorized = process.env.NODE_TLS_REJECT_UNAUTHORIZED;
-  const received: { id: string; body: string; raw: Buffer; headers: Record<string, string> }[] = [];
-  const sockets = new Set<unknown>();
+  let sink: Sink;
 
   beforeAll(async () => {
     process.env.NODE_TLS_REJECT_UNAUTHORIZED = '0';
-    server = createHttpsServer({ key: tls('localhost.key'), cert: tls('localhost.crt') }, (req, res) => {
-      sockets.add(req.socket);
-      const chunks: Buffer[] = [];
-      req.on('data', (chunk: Buffer) => chunks.push(chunk));
-      req.on('end', () => {
-        const raw = Buffer.concat(chunks);
-        const headers = req.headers as Record<string, string>;
-        received.push({ id: headers['webhook-id']!, body: raw.toString(), raw, headers });
-        res.end();
-      });
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    url = `https://127.0.0.1:${(server.address() as { port: number }).port}/wakes`;
+    sink = await Sink.start({ tls: { key: tls('localhost.key'), cert: tls('localhost.crt') } });
   });
   afterAll(async () => {
     if (rejectUnauthorized === undefined) delete process.env.NODE_TLS_REJECT_UNAUTHORIZED;
     else process.env.NODE_TLS_REJECT_UNAUTHORIZED = rejectUnauthorized;
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
+    await sink.close();
   });
 
   it('a pipelined burst arrives whole, each body signed and with its own id', async () => {
@@ -287,7 +270,7 @@ describe('over TLS', () => {
       const answers = await Promise.all(
         Array.from({ length: 30 }, (_, i) =>
           postSigned({
-            url,
+            url: sink.url(),
             msgId: `wake-${i}`,
             body: `{"n":${i}}`,
             secrets: [SECRET],
@@ -296,12 +279,14 @@ describe('over TLS', () => {
           }),
         ),
       );
+      expect(sink.url()).toMatch(/^https:/);
       expect(answers.every((a) => a.ok && a.kind === 'answered')).toBe(true);
-      expect(received).toHaveLength(30);
-      expect(sockets.size).toBeLessThanOrEqual(2);
-      for (const request of received) {
-        expect(request.body).toBe(`{"n":${request.id.slice('wake-'.length)}}`);
-        expect(() => new Webhook(SECRET).verify(request.raw, request.headers)).not.toThrow();
+      expect(sink.requests).toHaveLength(30);
+      expect(sink.connections).toBeGreaterThan(0);
+      expect(sink.connections).toBeLessThanOrEqual(2);
+      for (const request of sink.requests) {
+        expect(request.body).toBe(`{"n":${request.headers['webhook-id']!.slice('wake-'.length)}}`);
+        expect(() => new Webhook(SECRET).verify(request.rawBody, request.headers)).not.toThrow();
       }
     } finally {
       await agent.close();

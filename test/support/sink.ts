@@ -10,6 +10,7 @@
  * Nothing here waits on a timer: `waitFor(n)` resolves on the n-th request's arrival.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 
 export interface SinkRequest {
@@ -46,6 +47,8 @@ export interface SinkOptions {
   respond?: Responder;
   /** Keep request records (default true); a benchmark may only count. */
   record?: boolean;
+  /** Serve HTTPS with this key and certificate (PEM) instead of plain HTTP. */
+  tls?: { key: Buffer; cert: Buffer };
 }
 
 export const OK: SinkAnswer = { status: 200 };
@@ -68,12 +71,15 @@ export class Sink {
   readonly #waiters = new Set<{ n: number; resolve: () => void }>();
   #port: number;
   #listening = false;
+  readonly #scheme: 'http' | 'https';
 
   private constructor(options: SinkOptions) {
     this.respond = options.respond ?? (() => OK);
     this.#record = options.record ?? true;
     this.#port = options.port ?? 0;
-    this.#server = createServer((req, res) => void this.#handle(req, res));
+    const handle = (req: IncomingMessage, res: ServerResponse) => void this.#handle(req, res);
+    this.#scheme = options.tls ? 'https' : 'http';
+    this.#server = options.tls ? createHttpsServer(options.tls, handle) : createServer(handle);
     this.#server.keepAliveTimeout = 60_000;
     this.#server.on('connection', (socket) => {
       this.connections++;
@@ -90,7 +96,7 @@ export class Sink {
 
   /** The sink's base URL plus `path` (default `/wakes`). */
   url(path = '/wakes'): string {
-    return `http://127.0.0.1:${this.#port}${path}`;
+    return `${this.#scheme}://127.0.0.1:${this.#port}${path}`;
   }
 
   get port(): number {
