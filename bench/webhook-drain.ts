@@ -20,11 +20,15 @@
  *
  *   npx tsx bench/webhook-drain.ts [--count=5000] [--runs=5] [--batch=200] [--concurrency=200]
  *     [--pipelining=1] [--connections=concurrency/pipelining, at most 64] [--receiver=webhook|noop]
- *     [--quiet=N]
+ *     [--quiet=N] [--timeline]
  *
  * `--pipelining=10` is `CHRONOS_ROUTER_PIPELINING=10`: ten wakes to a connection, a pool of 20.
  *
  * `--quiet=N` waits (up to 5 min) before each run until the CPU pressure is under N %.
+ *
+ * `--timeline` prints, after each run, every statement the dispatcher ran: when it started and
+ * ended (ms from the due instant), the deliveries under way as it started, and its size (rows
+ * claimed, outcomes recorded) — where a run waits on what.
  */
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
@@ -54,6 +58,7 @@ import {
   quietEnough,
   startSinkProcess,
   timedDb,
+  type StatementSpan,
   type StatementTimes,
 } from './webhook-support.js';
 
@@ -65,6 +70,7 @@ const PIPELINING = numberArg('pipelining', 1);
 // As the service sizes its pool (receivers/webhook.ts).
 const CONNECTIONS = numberArg('connections', Math.min(Math.ceil(CONCURRENCY / PIPELINING), 64));
 const NOOP = process.argv.includes('--receiver=noop');
+const TIMELINE = process.argv.includes('--timeline');
 const SECRET = `whsec_${randomBytes(32).toString('base64')}`;
 
 // `$1` once-alarms due `$2` ms from now, with a wake message and a payload of realistic size.
@@ -162,6 +168,25 @@ interface Run {
   loadAtStart: Load;
 }
 
+const SHORT_NAMES: Record<string, string> = {
+  alarms_claim_due: 'claim',
+  alarms_record_outcomes: 'record',
+  alarms_next_due: 'next due',
+};
+
+/** One line per statement of a run, in the order they started (`--timeline`). */
+function printTimeline(spans: readonly StatementSpan[], dueAtPerf: number): void {
+  const ms = (perf: number) => String(Math.round(perf - dueAtPerf)).padStart(5);
+  for (const span of [...spans].sort((a, b) => a.startedAt - b.startedAt)) {
+    const size =
+      span.name === 'alarms_record_outcomes' ? `${span.batch ?? '?'} outcomes` : `${span.rows} rows`;
+    console.log(
+      `  ${ms(span.startedAt)} → ${ms(span.endedAt)} ms  ${(SHORT_NAMES[span.name] ?? span.name).padEnd(8)} ` +
+        `${size.padStart(13)}, ${span.inFlight} under way as it started`,
+    );
+  }
+}
+
 async function runOnce(
   db: Db,
   timed: ReturnType<typeof timedDb>,
@@ -177,6 +202,7 @@ async function runOnce(
   const posts = await attemptSum(metrics);
   const [loaded] = await db.query<{ due_at: Date; n: number }>(loadDueAt, [COUNT, 2_000, prefix]);
   timed.reset();
+  const dueAtPerf = performance.now() + (loaded!.due_at.getTime() - Date.now());
   // Sampling starts just before the due instant, so the idle wait is not counted.
   await new Promise((resolve) =>
     setTimeout(resolve, Math.max(0, loaded!.due_at.getTime() - Date.now() - 50)),
@@ -189,6 +215,7 @@ async function runOnce(
   const machineCpuBusy = machine();
   const postgresCpuMs = pgCpu();
   const elapsedMs = doneAt - loaded!.due_at.getTime();
+  if (TIMELINE) printTimeline(timed.spans, dueAtPerf);
   const report = await sink.report();
   const [check] = await db.query<{ fired: number; other: number }>(firedCount, [`${prefix}%`]);
   const after = await attemptSum(metrics);
@@ -226,8 +253,10 @@ async function main(): Promise<void> {
   });
   const noop: Receiver = { name: 'noop', deliver: async () => ({ ok: true, statusCode: 200 }) };
   const receiver = NOOP ? noop : webhook;
-  const timed = timedDb(bench.db);
-  const dispatcher = new Dispatcher({
+  // The dispatcher is made on the timed store, which asks it how many deliveries are under way.
+  let dispatcher: Dispatcher | null = null;
+  const timed = timedDb(bench.db, { spans: TIMELINE, inFlight: () => dispatcher?.inFlight ?? 0 });
+  dispatcher = new Dispatcher({
     queue: 'router',
     db: timed.db,
     receiver,

@@ -67,22 +67,57 @@ export async function startSinkProcess(options: { samples?: boolean } = {}): Pro
 /** Total and count per statement name, for the statements run through a TimedDb. */
 export type StatementTimes = Record<string, { calls: number; totalMs: number }>;
 
-/** Forwards to `db`, timing every query by statement name. */
-export function timedDb(db: Db): { db: Db; times: StatementTimes; reset(): void } {
+/** One statement run through a TimedDb: when it started and ended (performance.now()), and its size. */
+export interface StatementSpan {
+  name: string;
+  startedAt: number;
+  endedAt: number;
+  /** What `inFlight()` said as it started (deliveries under way), when given. */
+  inFlight: number | null;
+  /** Rows it returned. */
+  rows: number;
+  /** Elements of its first parameter when that is an array (a recording's outcomes). */
+  batch: number | null;
+}
+
+/** Elements of a parameter that is an array, or the array literal the store sends for one. */
+function arrayLength(value: unknown): number | null {
+  if (Array.isArray(value)) return value.length;
+  if (typeof value === 'string' && value.startsWith('{')) return value === '{}' ? 0 : value.split(',').length;
+  return null;
+}
+
+/**
+ * Forwards to `db`, timing every query by statement name; with `spans`, also keeps each query's
+ * start, end and size (`--timeline`), and the deliveries under way as it started (`inFlight`).
+ */
+export function timedDb(
+  db: Db,
+  options: { spans?: boolean; inFlight?: () => number } = {},
+): { db: Db; times: StatementTimes; spans: StatementSpan[]; reset(): void } {
   let times: StatementTimes = {};
-  const time = <T>(name: string, run: () => Promise<T>): Promise<T> => {
-    const started = performance.now();
-    return run().finally(() => {
+  let spans: StatementSpan[] = [];
+  const time = async <T>(name: string, values: readonly unknown[] | undefined, run: () => Promise<T[]>) => {
+    const startedAt = performance.now();
+    const inFlight = options.inFlight?.() ?? null;
+    try {
+      const rows = await run();
+      if (options.spans) {
+        const batch = arrayLength(values?.[0]);
+        spans.push({ name, startedAt, endedAt: performance.now(), inFlight, rows: rows.length, batch });
+      }
+      return rows;
+    } finally {
       const entry = (times[name] ??= { calls: 0, totalMs: 0 });
       entry.calls++;
-      entry.totalMs += performance.now() - started;
-    });
+      entry.totalMs += performance.now() - startedAt;
+    }
   };
   const wrapped: Db = {
     kind: db.kind,
     schema: db.schema,
     query: <T = Row>(statement: Statement, values?: readonly unknown[]) =>
-      time(statement.name, () => db.query<T>(statement, values)),
+      time(statement.name, values, () => db.query<T>(statement, values)),
     exec: (script: string) => db.exec(script),
     transaction: <T>(fn: (tx: Executor) => Promise<T>) => db.transaction(fn),
     listen: (channel, onNotify) => db.listen(channel, onNotify),
@@ -93,8 +128,12 @@ export function timedDb(db: Db): { db: Db; times: StatementTimes; reset(): void 
     get times() {
       return times;
     },
+    get spans() {
+      return spans;
+    },
     reset: () => {
       times = {};
+      spans = [];
     },
   };
 }

@@ -14,7 +14,7 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { Owner } from '../core/owner.js';
 import { VERSION } from '../version.js';
-import { isoTime } from '../wire/views.js';
+import { isoTime } from '../wire/iso-time.js';
 import type { RawPayloads } from './raw-payloads.js';
 import { published } from './schemas.js';
 import type { ChronosTool, McpService, ToolContext } from './tool.js';

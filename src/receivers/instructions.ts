@@ -5,6 +5,7 @@
  * route) and what happens without one. The nudge's says it is a reminder. Pure: the same fire
  * gives the same text.
  */
+import { isoTime } from '../wire/iso-time.js';
 import type { Fire } from './receiver.js';
 
 function named(fire: Fire): string {
@@ -24,12 +25,15 @@ function message(fire: Fire): string {
     : `Its message, written for you when it was set:\n${fire.alarm.wakeMessage}`;
 }
 
-/** The first delivery of a wake (`alarm.fired`). */
-export function fireInstructions(fire: Fire): string {
+/**
+ * The first delivery of a wake (`alarm.fired`). `scheduledFor` is the fire's due instant as the
+ * body writes it, when the caller has it already.
+ */
+export function fireInstructions(fire: Fire, scheduledFor = isoTime(fire.scheduledFor)): string {
   const why =
     fire.trigger === 'manual'
       ? `Chronos woke you for ${named(fire)}: someone fired it by hand just now (not on its schedule).`
-      : `Chronos woke you for ${named(fire)}, due ${fire.scheduledFor.toISOString()}.`;
+      : `Chronos woke you for ${named(fire)}, due ${scheduledFor}.`;
   const ack = fire.alarm.requireAck
     ? `${howToAck(fire)} Until then you will be reminded once, and then it may be escalated to a person.`
     : 'No acknowledgement is needed.';
@@ -39,7 +43,7 @@ export function fireInstructions(fire: Fire): string {
 /** The one reminder of a wake still unacknowledged (`alarm.nudge`). */
 export function nudgeInstructions(fire: Fire): string {
   return (
-    `Reminder: Chronos woke you for ${named(fire)} at ${fire.firedAt.toISOString()} and it has not been ` +
+    `Reminder: Chronos woke you for ${named(fire)} at ${isoTime(fire.firedAt)} and it has not been ` +
     `acknowledged yet. ${message(fire)}\n\nIf you have already acted on it, just acknowledge it. ` +
     `Otherwise act on it now. ${howToAck(fire)} An unacknowledged wake is escalated to a person.`
   );

@@ -2,6 +2,7 @@
  * The JSON body of a fire (contract §6): what the router's webhook sends, and the tracker's nudge
  * repeats. Pure.
  */
+import { isoTime } from '../wire/iso-time.js';
 import { fireInstructions, nudgeInstructions } from './instructions.js';
 import type { Fire } from './receiver.js';
 
@@ -17,6 +18,7 @@ export type WakeEventType = 'alarm.fired' | 'alarm.nudge';
  */
 export function wakeBody(fire: Fire, type: WakeEventType = 'alarm.fired'): string {
   const { alarm } = fire;
+  const scheduledFor = isoTime(fire.scheduledFor);
   const head = JSON.stringify({
     type,
     wake_id: fire.wakeId,
@@ -29,14 +31,14 @@ export function wakeBody(fire: Fire, type: WakeEventType = 'alarm.fired'): strin
     wake_message: alarm.wakeMessage,
   });
   const tail = JSON.stringify({
-    scheduled_for: fire.scheduledFor.toISOString(),
-    fired_at: fire.firedAt.toISOString(),
+    scheduled_for: scheduledFor,
+    fired_at: isoTime(fire.firedAt),
     lateness_ms: Math.max(0, Math.round(fire.latenessMs)),
     attempt: fire.attempt,
     fire_count: fire.fireCount,
     require_ack: alarm.requireAck,
     trigger: fire.trigger,
-    instructions: type === 'alarm.nudge' ? nudgeInstructions(fire) : fireInstructions(fire),
+    instructions: type === 'alarm.nudge' ? nudgeInstructions(fire) : fireInstructions(fire, scheduledFor),
   });
   return `${head.slice(0, -1)},"payload":${alarm.payload.text},${tail.slice(1)}`;
 }

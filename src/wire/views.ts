@@ -15,13 +15,9 @@ import {
   type Wake,
   type WakeAttempt,
 } from '../types.js';
+import { isoTime } from './iso-time.js';
 
-/** RFC 3339 UTC with milliseconds: `2027-03-14T07:00:00.000Z`. */
-export function isoTime(date: Date): string {
-  return date.toISOString();
-}
-
-const isoOrNull = (date: Date | null) => (date ? date.toISOString() : null);
+const isoOrNull = (date: Date | null) => (date ? isoTime(date) : null);
 
 const time = (what: string) => z.string().describe(`${what}: RFC 3339 in UTC with milliseconds.`);
 const nullableTime = (what: string) =>
