@@ -1,13 +1,13 @@
 /**
  * RFC 3339 UTC with milliseconds (`2027-03-14T07:00:00.000Z`), the form every time takes on the
- * wire: the same text as `Date.prototype.toISOString`, at about a quarter of its cost. A wake body
- * carries three of these, and `toISOString` was a tenth of building one (bench/README.md,
- * "Webhook delivery"). Pure.
+ * wire: the same text as `Date.prototype.toISOString`, at about a quarter of its cost (0.3
+ * against 1.1 µs). A wake body carries three; with this one, and its due instant formatted once,
+ * building a body took 4.9 against 6.1 µs (bench/README.md, "Webhook delivery"). Pure.
  *
  * The date is worked out from the day count with integer arithmetic (the civil-from-days
  * algorithm of Howard Hinnant's "chrono-compatible low-level date algorithms"); a year outside
- * 0000–9999, which `toISOString` writes with six digits and a sign, and an invalid date, which
- * it refuses, are left to `toISOString` itself.
+ * 1000–9999 (below 1000 it would need padding; past 9999 `toISOString` writes six digits and a
+ * sign) and an invalid date, which it refuses, are left to `toISOString` itself.
  */
 
 const MS_PER_DAY = 86_400_000;
