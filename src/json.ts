@@ -360,3 +360,128 @@ class JsonSyntax extends Error {
     super(message);
   }
 }
+
+/** What PostgreSQL's JSONB makes of a JSON text, measured without asking it (see `storedForm`). */
+export interface StoredForm {
+  /** The length in UTF-8 bytes of `jsonb::text` (exact; an upper bound when a key is repeated). */
+  bytes: number;
+  /** How deeply objects and arrays nest (`{}` is 1, a scalar 0). */
+  depth: number;
+  /** Set when a number cannot be stored as PostgreSQL's numeric at all (`1e-20000`). */
+  badNumber?: string;
+}
+
+/** Digits after the point PostgreSQL's numeric can hold (NUMERIC_DSCALE_MAX). */
+const NUMERIC_SCALE_MAX = 16_383;
+const NUMBER = /-?(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?/y;
+
+/**
+ * The size and depth of the text PostgreSQL gives back for `text` stored as JSONB, in one pass
+ * without recursion (a payload nested 60,000 deep is measured, not overflowed). JSONB writes
+ * `{"k": v, "k2": v2}` and `[a, b]`, re-escapes strings (`\/` as `/`, `\u00e9` as `é`, controls
+ * other than \b \f \n \r \t as `\u00XX`), and writes a number as numeric does: every digit, no
+ * exponent (`1e3` → `1000`, `1e-3` → `0.001`, `1.50` → `1.50`, `-0` → `0`), so `1e99999` is
+ * 100,000 bytes. Exact, except that a key repeated in one object is counted each time (JSONB keeps
+ * the last): then an upper bound. `text` must already be valid JSON.
+ */
+export function storedForm(text: string): StoredForm {
+  let bytes = 0;
+  let depth = 0;
+  let deepest = 0;
+  let badNumber: string | undefined;
+  let i = 0;
+  const n = text.length;
+  while (i < n) {
+    const c = text.charCodeAt(i);
+    if (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) {
+      i++;
+    } else if (c === 0x7b || c === 0x5b) {
+      // { [
+      bytes += 1;
+      depth++;
+      if (depth > deepest) deepest = depth;
+      i++;
+    } else if (c === 0x7d || c === 0x5d) {
+      bytes += 1;
+      depth--;
+      i++;
+    } else if (c === 0x2c || c === 0x3a) {
+      // ", " and ": "
+      bytes += 2;
+      i++;
+    } else if (c === 0x22) {
+      i++;
+      bytes += 2; // the quotes
+      while (i < n) {
+        const u = text.charCodeAt(i);
+        if (u === 0x22) break;
+        if (u === 0x5c) {
+          const e = text.charCodeAt(i + 1);
+          if (e === 0x75) {
+            bytes += escapedUnitBytes(parseInt(text.slice(i + 2, i + 6), 16));
+            i += 6;
+          } else {
+            bytes += e === 0x2f ? 1 : 2; // \/ is written as /
+            i += 2;
+          }
+        } else {
+          bytes += escapedUnitBytes(u);
+          i++;
+        }
+      }
+      i++; // closing quote
+    } else if (c === 0x2d || (c >= 0x30 && c <= 0x39)) {
+      NUMBER.lastIndex = i;
+      const m = NUMBER.exec(text);
+      if (!m) return { bytes: Infinity, depth: deepest, badNumber: text.slice(i, i + 20) };
+      const size = numericBytes(
+        m[0].startsWith('-'),
+        m[1]!,
+        m[2] ?? '',
+        m[3] === undefined ? 0 : Number(m[3]),
+      );
+      if (size === undefined) badNumber ??= m[0].length > 40 ? `${m[0].slice(0, 40)}…` : m[0];
+      else bytes += size;
+      i += m[0].length;
+    } else {
+      // true, false, null: written as they are
+      let j = i;
+      while (j < n && text.charCodeAt(j) >= 0x61 && text.charCodeAt(j) <= 0x7a) j++;
+      bytes += j - i;
+      i = j === i ? i + 1 : j;
+    }
+  }
+  return badNumber === undefined ? { bytes, depth: deepest } : { bytes, depth: deepest, badNumber };
+}
+
+// The UTF-8 bytes JSONB writes for one UTF-16 unit of a string: escapes for the quote, the
+// backslash and controls; a surrogate pair is 4 bytes, counted on its high half.
+function escapedUnitBytes(u: number): number {
+  if (u === 0x22 || u === 0x5c || u === 0x08 || u === 0x09 || u === 0x0a || u === 0x0c || u === 0x0d)
+    return 2;
+  if (u < 0x20) return 6;
+  if (u < 0x80) return 1;
+  if (u < 0x800) return 2;
+  if (u >= 0xd800 && u <= 0xdbff) return 4;
+  if (u >= 0xdc00 && u <= 0xdfff) return 0;
+  return 3;
+}
+
+/** The length of numeric's text for a JSON number; undefined when numeric cannot hold it. */
+function numericBytes(negative: boolean, int: string, frac: string, exponent: number): number | undefined {
+  if (!Number.isFinite(exponent) || Math.abs(exponent) > 100_000_000) return undefined;
+  const digits = int.length + frac.length;
+  let zeros = 0;
+  while (zeros < int.length && int.charCodeAt(zeros) === 0x30) zeros++;
+  if (zeros === int.length) {
+    let k = 0;
+    while (k < frac.length && frac.charCodeAt(k) === 0x30) k++;
+    zeros += k;
+  }
+  const scale = Math.max(0, frac.length - exponent);
+  if (scale > NUMERIC_SCALE_MAX) return undefined;
+  const zero = zeros === digits;
+  const point = int.length + exponent; // where the point falls in int + frac
+  const intLength = zero || point <= zeros ? 1 : point - zeros;
+  return intLength + (scale > 0 ? 1 + scale : 0) + (negative && !zero ? 1 : 0);
+}

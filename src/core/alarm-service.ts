@@ -19,7 +19,7 @@ import {
   invalidFields,
   type FieldError,
 } from '../errors.js';
-import type { RawJson } from '../json.js';
+import { storedForm, type RawJson } from '../json.js';
 import { nextOccurrence } from '../schedule/next-occurrence.js';
 import { nextFires } from '../schedule/resolve.js';
 import { resolveSchedule, type ResolveOptions } from '../schedule/resolve.js';
@@ -581,6 +581,33 @@ function payloadText(payload: RawJson): string {
       'payload',
       'a JSON object of at most 65536 bytes (64 KiB)',
       new Described(`${bytes} bytes`),
+    );
+  }
+  // The limits hold for what PostgreSQL stores and gives back (contract §5, third edition): a
+  // number is written out digit by digit (1e99999 is 100,000 bytes), spaces are added. Measured
+  // here in one pass without recursion, before anything recursive sees the payload.
+  const stored = storedForm(text);
+  if (stored.depth > LIMITS.payloadDepth) {
+    throw invalidInput(
+      'payload',
+      `a JSON object nested at most ${LIMITS.payloadDepth} levels deep`,
+      new Described(`${stored.depth} levels`),
+    );
+  }
+  if (stored.badNumber !== undefined) {
+    throw invalidInput(
+      'payload',
+      'numbers PostgreSQL can store (at most 16,383 digits after the point, once the exponent is applied)',
+      new Described(stored.badNumber),
+    );
+  }
+  if (stored.bytes > LIMITS.payloadBytes) {
+    throw invalidInput(
+      'payload',
+      'a payload of at most 65536 bytes (64 KiB) as stored',
+      new Described(
+        `${stored.bytes} bytes as PostgreSQL would store and return it (a number such as 1e99999 is stored as its 100,000 digits)`,
+      ),
     );
   }
   if (/(^|[^\\])(\\\\)*\\u0000/.test(text)) {

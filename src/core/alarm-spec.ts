@@ -41,6 +41,8 @@ export const LIMITS = {
   idempotencyKeyChars: 200,
   wakeMessageBytes: 16 * 1024,
   payloadBytes: 64 * 1024,
+  /** How deeply objects and arrays may nest in a payload (the payload object itself is 1). */
+  payloadDepth: 64,
   bodyBytes: 128 * 1024,
   inSecondsMax: 315_360_000,
   maxFailures: 100,

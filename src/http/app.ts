@@ -26,7 +26,7 @@ import type { Logger } from '../logger.js';
 import type { ChronosService } from '../service.js';
 import { Authenticator } from '../core/authenticator.js';
 import './context.js';
-import { parseJsonBody } from './json-body.js';
+import { decodeBody, parseJsonBody } from './json-body.js';
 import { contextOf, SpanKind, SpanStatusCode, startSpan } from '../tracing.js';
 import { PROBLEM_TYPE, toProblem } from './problem.js';
 import { registerAlarmRoutes } from './routes/alarms.js';
@@ -94,9 +94,10 @@ export async function buildApp(service: AppService, options: AppOptions = {}): P
   app.decorateRequest('span', null);
 
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => {
+  // Read as bytes and decoded strictly: a body that is not UTF-8 is refused, never altered (I4).
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => {
     try {
-      done(null, parseJsonBody(body as string));
+      done(null, parseJsonBody(decodeBody(body as Buffer)));
     } catch (error) {
       done(error as Error, undefined);
     }

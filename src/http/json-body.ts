@@ -29,6 +29,41 @@ export class JsonBody {
 
 const EMPTY = new JsonBody('', undefined);
 
+const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+/** A body's bytes as text; bytes that are not UTF-8 are a 400, never replaced by U+FFFD. */
+export function decodeBody(bytes: Buffer): string {
+  try {
+    return UTF8.decode(bytes);
+  } catch {
+    const at = firstInvalidUtf8(bytes);
+    throw invalidFields([
+      {
+        path: '',
+        message: `body: expected JSON in UTF-8, got a byte sequence that is not UTF-8 at byte ${at} (0x${(bytes[at] ?? 0).toString(16).padStart(2, '0')})`,
+      },
+    ]);
+  }
+}
+
+function firstInvalidUtf8(bytes: Buffer): number {
+  let lo = 0;
+  let hi = bytes.length;
+  // The longest valid prefix, found by halving (TextDecoder says only that it failed).
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    let ok = true;
+    try {
+      new TextDecoder('utf-8', { fatal: true }).decode(bytes.subarray(0, mid), { stream: true });
+    } catch {
+      ok = false;
+    }
+    if (ok) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
 /** Parses a request body as JSON whatever its Content-Type says (curl's -d sends a form type). */
 export function parseJsonBody(text: string): JsonBody {
   if (text.trim() === '') return EMPTY;
