@@ -991,13 +991,15 @@ export function alarmsPause(ex: Executor, ownerDid: string, id: string): Promise
 }
 
 // One UPDATE: a paused alarm is active again, due at $3 (its next occurrence after now, or its
-// own instant — or now when that passed — for a one-shot: no catching up). A manual fire still
-// pending keeps its place and the schedule waits behind it in held_occurrence.
+// own instant — or now when that passed — for a one-shot: no catching up). A one-shot's due
+// instant stays its own (scheduled_for = fire_at, §4): lateness counts from there. A manual fire
+// still pending keeps its place and the schedule waits behind it in held_occurrence.
 const resume = sql(
   'alarms_resume',
   `UPDATE chronos.alarms SET status = 'active',
      next_fire_at = CASE WHEN trigger = 'manual' THEN next_fire_at ELSE $3 END,
-     scheduled_for = CASE WHEN trigger = 'manual' THEN scheduled_for ELSE $3 END,
+     scheduled_for = CASE WHEN trigger = 'manual' THEN scheduled_for
+                          WHEN kind = 'once' THEN coalesce(fire_at, $3) ELSE $3 END,
      held_occurrence = CASE WHEN trigger = 'manual' AND kind = 'cron' THEN $3::timestamptz END,
      updated_at = now()
    WHERE ${BY_REF.id} AND status = 'paused'

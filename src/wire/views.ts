@@ -77,6 +77,17 @@ export type AlarmView = Omit<z.infer<typeof alarmViewSchema>, 'payload'> & { pay
 /** The JSON object named `wake`. */
 export type WakeView = z.infer<typeof wakeViewSchema>;
 
+/**
+ * When the alarm's schedule is next due. A manual fire of an active cron alarm is due now, with
+ * the schedule's occurrence waiting in `heldOccurrence`: the schedule is not moved (§5 fire), so
+ * that occurrence is what a reader sees.
+ */
+function scheduleNext(alarm: Alarm): Date {
+  return alarm.kind === 'cron' && alarm.trigger === 'manual' && alarm.heldOccurrence
+    ? alarm.heldOccurrence
+    : alarm.nextFireAt;
+}
+
 export function alarmView(alarm: Alarm): AlarmView {
   return {
     id: alarm.id,
@@ -84,7 +95,7 @@ export function alarmView(alarm: Alarm): AlarmView {
     kind: alarm.kind,
     ...(alarm.cronExpr !== '' && { cron_expr: alarm.cronExpr }),
     timezone: alarm.timezone,
-    ...(alarm.status === 'active' && { next_fire_at: isoTime(alarm.nextFireAt) }),
+    ...(alarm.status === 'active' && { next_fire_at: isoTime(scheduleNext(alarm)) }),
     ...(alarm.conversationId !== '' && { conversation_id: alarm.conversationId }),
     wake_message: alarm.wakeMessage,
     payload: alarm.payload,

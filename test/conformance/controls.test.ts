@@ -1,5 +1,6 @@
 import { expect, it } from 'vitest';
 import { isChronosError } from '../../src/errors.js';
+import { alarmView } from '../../src/wire/views.js';
 import { describeEachBackend } from '../support/backends.js';
 import {
   alarmRow,
@@ -118,6 +119,37 @@ describeEachBackend('conformance: pause, resume, fire now, retry', ({ t }) => {
     const [wake] = await wakesOf(t.db, cron.id);
     expect(wake).toMatchObject({ status: 'delivered' });
     expect(await makeDispatcher(t.db, receiver).runOnce()).toBe(0);
+  });
+
+  it("fire now: a cron alarm's next_fire_at is not moved — the answer and every read meanwhile show the schedule's occurrence", async () => {
+    const service = makeService(t.db);
+    const { alarm } = await service.create(OWNER, { cron: '0 9 * * *', requireAck: false }, api);
+    const scheduled = alarmView(alarm).next_fire_at;
+    expect(scheduled).toBe(alarm.nextFireAt.toISOString());
+    const fired = await service.fireNow(OWNER, alarm.id);
+    expect(alarmView(fired).next_fire_at).toBe(scheduled);
+    expect(alarmView(await service.get(OWNER, alarm.id)).next_fire_at).toBe(scheduled);
+    // Still delivered promptly, trigger manual; then the schedule goes on as before.
+    const receiver = new RecordingReceiver();
+    expect(await makeDispatcher(t.db, receiver).runOnce()).toBe(1);
+    expect(receiver.fires.map((f) => f.trigger)).toEqual(['manual']);
+    expect(alarmView(await service.get(OWNER, alarm.id)).next_fire_at).toBe(scheduled);
+  });
+
+  it('resume-does-not-catch-up: a one-shot resumed past its instant is due at its own instant; lateness counts from there', async () => {
+    const service = makeService(t.db);
+    const { alarm } = await service.create(OWNER, { inSeconds: 60, requireAck: false }, api);
+    await service.pause(OWNER, alarm.id);
+    await backdate(t.db, alarm.id, 120_000);
+    const instant = new Date((alarm.fireAt as Date).getTime() - 120_000);
+    await service.resume(OWNER, alarm.id);
+    const receiver = new RecordingReceiver();
+    expect(await makeDispatcher(t.db, receiver).runOnce()).toBe(1);
+    const [fire] = receiver.fires;
+    expect(fire?.scheduledFor).toEqual(instant);
+    expect(fire?.latenessMs).toBeGreaterThanOrEqual(60_000);
+    const [wake] = await wakesOf(t.db, alarm.id);
+    expect(wake?.lateness_ms).toBeGreaterThanOrEqual(60_000);
   });
 
   it('fire now: a one-shot is then fired as usual; a fired alarm cannot be fired now', async () => {
