@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { ALARM_STATUSES, WAKE_STATUSES } from '../types.js';
+import { VERSION } from '../version.js';
 import {
   batchAlarmSchema,
   bulkCancelSchema,
@@ -166,7 +167,7 @@ export function openApiDocument(): Record<string, unknown> {
     openapi: '3.1.0',
     info: {
       title: 'Chronos',
-      version: '1',
+      version: VERSION,
       description:
         'A durable timer service: schedule wake-ups ("in 10 minutes", "every weekday at 09:00 Europe/Paris") ' +
         'and get them delivered at least once, never early. Every /v1 route needs ' +

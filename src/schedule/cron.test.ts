@@ -110,7 +110,7 @@ describe('parseCron: what it refuses', () => {
     ['0 0 9 * * MON-FRI', 'no seconds field'],
     ['0 0 9 * * MON-FRI 2027', 'neither a seconds nor a year field'],
     ['0 9 * *', 'it has 4 fields'],
-    ['daily', 'it has 1 field'],
+    ['daily', 'as cron that is probably "0 0 * * *"'],
     ['@reboot', 'the descriptors are @yearly @annually @monthly @weekly @daily @midnight @hourly'],
     ['@daily 0', 'the descriptors are'],
     ['61 * * * *', 'minute'],

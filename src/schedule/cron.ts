@@ -30,6 +30,7 @@
  */
 import { Cron } from 'croner';
 import { invalidInput } from '../errors.js';
+import { looksLikeProse, suggestCron } from './cron-prose.js';
 import { formatDuration, parseDuration } from './duration.js';
 import { assertTimeZone, zoneOffsetMs } from './time-zone.js';
 
@@ -81,6 +82,12 @@ export function parseCron(expr: unknown, timeZone: string): CronSchedule {
     return new WallClockSchedule(descriptor, timeZone, compile(fields, expr));
   }
 
+  if (looksLikeProse(expr)) {
+    const suggestion = suggestCron(expr);
+    if (parts.length !== 5 || suggestion !== undefined) {
+      throw invalidInput('cron', EXPECTED, expr, proseHint(suggestion));
+    }
+  }
   if (parts.length !== 5) throw invalidInput('cron', EXPECTED, expr, fieldCountHint(parts.length));
   const normalized = parts.join(' ');
   return new WallClockSchedule(normalized, timeZone, compile(normalized, expr));
@@ -192,6 +199,14 @@ function compile(fields: string, expr: string): Cron {
     );
   }
   return cron;
+}
+
+function proseHint(suggestion: string | undefined): string {
+  if (suggestion !== undefined) return `it reads as English; as cron that is probably "${suggestion}"`;
+  return (
+    'it reads as English; cron is five fields, minute hour day-of-month month day-of-week: ' +
+    '"0 9 * * 1" is 09:00 every Monday, "*/5 * * * *" every five minutes'
+  );
 }
 
 function fieldCountHint(count: number): string {

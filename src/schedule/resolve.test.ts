@@ -102,6 +102,7 @@ describe('resolveSchedule: at', () => {
     ['2027-03-14T09:00:00.000', 'add "Z" for UTC or an offset like "+01:00"'],
     ['2027-03-14T09:00:00+0100', 'write the offset with a colon, like "+01:00"'],
     ['2027-03-14T09:00Z', 'add the seconds'],
+    ['2026-12-08T09:00', 'add the seconds and "Z" for UTC or an offset, like "2026-12-08T09:00:00Z"'],
     ['2027-03-14', 'add a time and an offset'],
     ['2027-02-30T09:00:00Z', 'that date or time does not exist'],
     ['2027-02-29T09:00:00Z', 'that date or time does not exist'],
@@ -258,7 +259,7 @@ describe('resolveSchedule: cron', () => {
     const error = errorOf(() => resolveSchedule({ cron: '* * * * *' }, now, { minCronIntervalMs: 300_000 }));
     expect(error.message).toBe(
       'cron: expected a schedule that fires at most once every 5m, got "* * * * *"; ' +
-        'this one fires as often as every 1m',
+        'this one fires as often as every 1m; the operator sets that minimum with CHRONOS_MIN_CRON_INTERVAL',
     );
     expect(error.errors[0]?.path).toBe('cron');
     expect(() => resolveSchedule({ cron: '@every 30s' }, now, { minCronIntervalMs: 60_000 })).toThrow(

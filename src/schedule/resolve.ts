@@ -105,7 +105,7 @@ export function resolveSchedule(
         'cron',
         `a schedule that fires at most once every ${formatDuration(minimumMs)}`,
         input.cron,
-        `this one fires as often as every ${formatDuration(intervalMs)}`,
+        `this one fires as often as every ${formatDuration(intervalMs)}; the operator sets that minimum with CHRONOS_MIN_CRON_INTERVAL`,
       );
     }
   }
@@ -221,7 +221,10 @@ function atHint(value: string): string | undefined {
   if (/^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(?:\.\d+)?[+-]\d{4}$/.test(value)) {
     return 'write the offset with a colon, like "+01:00"';
   }
-  if (/^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(?:[Zz]|[+-]\d{2}:?\d{2})?$/.test(value)) {
+  if (/^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}$/.test(value)) {
+    return `add the seconds and "Z" for UTC or an offset, like "${value}:00Z" or "${value}:00+01:00"`;
+  }
+  if (/^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(?:[Zz]|[+-]\d{2}:?\d{2})$/.test(value)) {
     return 'add the seconds, like "09:00:00"';
   }
   if (/^\d{4}-\d{2}-\d{2}$/.test(value)) return 'add a time and an offset, like "T09:00:00Z"';

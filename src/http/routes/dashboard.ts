@@ -36,6 +36,11 @@ export function registerDashboardRoutes(app: FastifyInstance): void {
     app.get(url, async (_request, reply) => secured(reply).type(type).send(body));
   }
   app.get('/ui/', async (_request, reply) => reply.redirect('/ui', 301));
+  // A browser opening the server's address finds the dashboard; an API client keeps its 404.
+  app.get('/', async (request, reply) => {
+    if (/\btext\/html\b/.test(request.headers.accept ?? '')) return reply.redirect('/ui', 302);
+    return reply.callNotFound();
+  });
 }
 
 function secured(reply: FastifyReply): FastifyReply {
