@@ -10,14 +10,18 @@
  * - Embedded store that no process holds: opens it, serves MCP, and runs the dispatcher and the
  *   tracker itself (contract §8), so what it schedules fires; it opens a control socket like
  *   `chronos serve` does, so `chronos keys …` and further `chronos mcp` processes work meanwhile.
- * - No embedded store at that path: refused, naming the path, rather than creating an empty store
- *   (an MCP client started in another directory would otherwise find none of its keys).
+ * - No embedded store at that path, the directory absent or empty (contract §8): a new store is
+ *   made there, said on stderr and in the instructions, and served as above — the first thing an
+ *   agent developer does is add `npx chronos mcp` to a client's configuration. A directory that
+ *   holds other files but no store is refused, naming the path: that is a mistaken path, not a
+ *   first start.
  * - Held by a process without a control socket (a library user): refused, naming it.
  *
  * It says which store it opened twice: on stderr, and in the MCP server's instructions (MCP
  * clients rarely show stderr). stdout carries the protocol alone. SIGTERM/SIGINT or the end of
  * stdin stop it.
  */
+import { readdir } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { pino } from 'pino';
 import type { Config } from './config.js';
@@ -47,15 +51,23 @@ export async function serveMcpStdio(config: Config, options: McpStdioOptions): P
   const logger = options.logger ?? stderrLogger(config.logLevel);
   const { streams, signal } = options;
   const dir = resolve(config.dataDir);
+  let created = false;
   if (!config.databaseUrl) {
     const holder = await holderOf(dir);
     if (holder) return relay(holder, dir, config, streams, logger, signal);
     if (!storeExists(dir)) {
-      throw new ChronosError(
-        'not_found',
-        `CHRONOS_DATA_DIR: there is no embedded store at ${dir}; start \`chronos serve\` once to create it ` +
-          '(and keys with `chronos keys create`), or set CHRONOS_DATA_DIR to the absolute path of your store, ' +
-          'or DATABASE_URL',
+      if (!(await isEmptyOrAbsent(dir))) {
+        throw new ChronosError(
+          'not_found',
+          `CHRONOS_DATA_DIR: there is no embedded store at ${dir}, and the directory holds other files; ` +
+            'set CHRONOS_DATA_DIR to the absolute path of your store (or of an empty or absent directory ' +
+            'for a new one), or DATABASE_URL',
+        );
+      }
+      created = true;
+      logger.info(
+        { dataDir: dir },
+        `chronos mcp: there was no embedded store at ${dir}; making a new one there`,
       );
     }
   }
@@ -79,7 +91,7 @@ export async function serveMcpStdio(config: Config, options: McpStdioOptions): P
     const store = embedded
       ? `the embedded store ${dir}`
       : `PostgreSQL (DATABASE_URL, schema ${service.schema})`;
-    let about = `Chronos opened ${store}.`;
+    let about = created ? `Chronos made a new store, ${store}.` : `Chronos opened ${store}.`;
     if (socketPath) {
       control = await startStoreControl(service, socketPath, logger);
       // Nobody else holds this store, so nobody else would fire what is scheduled here.
@@ -165,5 +177,22 @@ function stderrLogger(level: string): Logger {
   return pino(
     { level, base: { service: 'chronos', command: 'mcp' } },
     pino.destination({ fd: 2, sync: true }),
+  );
+}
+
+/**
+ * True when `dir` is absent or holds nothing but what an interrupted first open leaves (its
+ * lock file, a half-copied store): a place for a new store.
+ */
+async function isEmptyOrAbsent(dir: string): Promise<boolean> {
+  let entries: string[];
+  try {
+    entries = await readdir(dir);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return true;
+    throw error;
+  }
+  return entries.every(
+    (name) => name === 'chronos.lock' || name === 'control.sock' || name.startsWith('pgdata.partial-'),
   );
 }

@@ -6,6 +6,7 @@
  */
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { silentLogger } from '../../src/logger.js';
@@ -250,14 +251,51 @@ describe('chronos mcp over stdio on the embedded store', () => {
     SLOW,
   );
 
+  it.each([
+    ['an empty directory', ''],
+    ['an absent directory', '/not/yet/made'],
+  ])(
+    'makes a new store in %s, says so, and serves: schedule_alarm then list_alarms',
+    async (_, sub) => {
+      const data = await tempDataDir();
+      const dir = data.dir + sub;
+      try {
+        const session = await stdioClient({
+          CHRONOS_DATA_DIR: dir,
+          CHRONOS_OWNER_DID: OWNER.did,
+          LOG_LEVEL: 'info',
+        });
+        try {
+          expect(session.stderr()).toContain(`there was no embedded store at ${dir}; making a new one there`);
+          expect(session.client.getInstructions()).toContain(
+            `Chronos made a new store, the embedded store ${dir}.`,
+          );
+          expect(session.client.getInstructions()).toContain('This process also fires the alarms');
+          const made = await ok(session.client, 'schedule_alarm', { in_seconds: 60, label: 'first' });
+          const listed = await ok(session.client, 'list_alarms', {});
+          expect(listed.alarms.map((a: { id: string }) => a.id)).toEqual([made.alarm.id]);
+        } finally {
+          await session.close();
+        }
+        expect(existsSync(`${dir}/pgdata`)).toBe(true);
+      } finally {
+        await data.remove();
+      }
+    },
+    SLOW,
+  );
+
   it(
-    'refuses a data directory that holds no store, naming the path, and creates nothing there',
+    'refuses a directory that holds other files but no store, naming the path, and creates nothing there',
     async () => {
       const data = await tempDataDir();
       try {
+        await writeFile(`${data.dir}/notes.txt`, 'not a store');
         const run = await runChronos(['mcp'], { CHRONOS_DATA_DIR: data.dir, CHRONOS_OWNER_DID: OWNER.did });
         expect(run.code).toBe(1);
-        expect(run.stderr).toContain(`there is no embedded store at ${data.dir}`);
+        expect(run.stderr).toContain(
+          `there is no embedded store at ${data.dir}, and the directory holds other files`,
+        );
         expect(existsSync(lockPath(data.dir))).toBe(false);
         expect(existsSync(`${data.dir}/pgdata`)).toBe(false);
       } finally {
