@@ -14,7 +14,7 @@ import { wakesAck, wakesAckByReply, wakesAttempts, wakesGet, wakesList } from '.
 import { WAKE_STATUSES, type Wake, type WakeAttempt } from '../types.js';
 import { isUuid, type Owner } from './owner.js';
 import { parseLimit, parseOneOf, timeCursor, toPage, type Page } from './page.js';
-import { codePoints, isStorable } from './text.js';
+import { codePoints, isStorable, STORABLE_EXPECTED } from './text.js';
 
 export const NOTE_MAX_CHARS = 2_000;
 export const NOTE_EXPECTED =
@@ -124,8 +124,12 @@ export class WakeService {
    * owner's pending or delivered wakes there whose fire or nudge was within the reply window.
    */
   async reportReply(owner: Owner, conversationId: string): Promise<Wake[]> {
-    if (conversationId === '' || codePoints(conversationId) > 200) {
-      throw invalidInput('conversation_id', 'a conversation id of 1 to 200 characters', conversationId);
+    if (conversationId === '' || codePoints(conversationId) > 200 || !isStorable(conversationId)) {
+      throw invalidInput(
+        'conversation_id',
+        `a conversation id of 1 to 200 characters of ${STORABLE_EXPECTED}`,
+        conversationId,
+      );
     }
     const acked = await wakesAckByReply(this.#db, owner.did, conversationId, this.#replyWindowMs);
     if (acked.length > 0) this.#announce(acked);
@@ -149,8 +153,8 @@ export class WakeService {
 /** A text filter from a query string: absent, or a string of at most 200 characters. */
 function optionalText(value: unknown, path: string): string | undefined {
   if (value === undefined || value === '') return undefined;
-  if (typeof value !== 'string' || codePoints(value) > 200) {
-    throw invalidInput(path, 'a string of at most 200 characters', value);
+  if (typeof value !== 'string' || codePoints(value) > 200 || !isStorable(value)) {
+    throw invalidInput(path, `a string of at most 200 characters of ${STORABLE_EXPECTED}`, value);
   }
   return value;
 }

@@ -7,6 +7,7 @@ import { afterEach, beforeEach, expect, it } from 'vitest';
 import { describeEachBackend } from '../support/backends.js';
 import { call, isProblem, openTestApp, snapshot, type TestApp } from './support.js';
 import { ALARM_FIELDS, mutate } from '../support/mutations.js';
+import { storedForm } from '../../src/json.js';
 
 const valid = fc.constantFrom<Record<string, unknown>>(
   { in_seconds: 600 },
@@ -103,6 +104,33 @@ const bodies = fc.oneof(
   },
 );
 
+// Payloads that JSONB expands or cannot take (issue 45): numbers with exponents, nesting around
+// the 64-level limit, NUL in any text field. `bad` says whether the body must be refused.
+const exponent = fc
+  .tuple(
+    fc.constantFrom('1', '-2.5', '0', '9.99'),
+    fc.constantFrom('e', 'E', 'e+', 'e-'),
+    fc.integer({ min: 0, max: 120_000 }),
+  )
+  .map(([m, e, x]) => `${m}${e}${x}`);
+const expanding = fc
+  .record({
+    numbers: fc.array(exponent, { maxLength: 8 }),
+    depth: fc.integer({ min: 1, max: 120 }),
+    nulIn: fc.option(
+      fc.constantFrom('label', 'wake_message', 'conversation_id', 'idempotency_key', 'payload'),
+      {
+        nil: undefined,
+      },
+    ),
+  })
+  .map(({ numbers, depth, nulIn }) => {
+    const inner = `{"n": [${numbers.join(', ')}]${nulIn === 'payload' ? ', "s": "a\\u0000"' : ''}}`;
+    const payload = `${'{"a": '.repeat(depth - 1)}${inner}${'}'.repeat(depth - 1)}`;
+    const text = nulIn && nulIn !== 'payload' ? `, "${nulIn}": "x\\u0000"` : '';
+    return { body: `{"in_seconds": 60, "payload": ${payload}${text}}`, payload, nulIn };
+  });
+
 describeEachBackend('HTTP: random bodies never make a 5xx', ({ t }) => {
   let h: TestApp;
   let target: string;
@@ -114,6 +142,27 @@ describeEachBackend('HTTP: random bodies never make a 5xx', ({ t }) => {
   afterEach(async () => {
     await h.close();
   });
+
+  it('numbers with exponents, depth and NUL: a 400 on the field exactly when the stored form breaks a limit', async () => {
+    await fc.assert(
+      fc.asyncProperty(expanding, async ({ body, payload, nulIn }) => {
+        const before = await snapshot(t.db);
+        const answer = await call(h.app, 'POST', '/v1/alarms', { headers: h.auth, body });
+        expect(answer.text).not.toMatch(/database refused/);
+        const stored = storedForm(payload);
+        const bad =
+          nulIn !== undefined || stored.depth > 64 || stored.bytes > 65_536 || stored.badNumber !== undefined;
+        if (!bad) {
+          expect(answer.status, answer.text).toBe(201);
+          return;
+        }
+        expect(answer.status, answer.text).toBe(400);
+        expect(answer.body.errors.map((e: { path: string }) => e.path)).toContain(nulIn ?? 'payload');
+        expect(await snapshot(t.db)).toEqual(before);
+      }),
+      { numRuns: 60 },
+    );
+  }, 120_000);
 
   for (const method of ['POST', 'PATCH'] as const) {
     it(`${method}: any body answers 2xx or a 4xx problem, and a refusal writes nothing`, async () => {

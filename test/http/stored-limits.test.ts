@@ -92,6 +92,27 @@ describeEachBackend('payload limits as stored', ({ t }) => {
     expect(answer.text).not.toMatch(/unsupported Unicode|PostgreSQL refused|22P05/);
   });
 
+  it("NUL in every text field is a 400 on that field, never the database's own text", async () => {
+    const cases: (readonly [method: 'GET' | 'POST', url: string, body: string | undefined, path: string])[] =
+      [
+        ['GET', '/v1/wakes?conversation_id=%00', undefined, 'conversation_id'],
+        ['POST', '/v1/conversations/%00/replies', '{}', 'conversation_id'],
+        ['POST', '/v1/alarms/bulk-cancel', '{"label": "\\u0000"}', 'label'],
+        ...['label', 'wake_message', 'idempotency_key', 'conversation_id', 'timezone'].map(
+          (field) => ['POST', '/v1/alarms', `{"in_seconds": 60, "${field}": "a\\u0000"}`, field] as const,
+        ),
+        ['POST', '/v1/alarms', '{"in_seconds": 60, "payload": {"\\u0000": 1}}', 'payload'],
+      ];
+    for (const [method, url, body, path] of cases) {
+      const before = await snapshot(t.db);
+      const answer = await call(h.app, method, url, { headers: h.auth, body });
+      expect(answer.status, `${url} ${body}`).toBe(400);
+      expect(answer.body.errors[0].path, answer.text).toBe(path);
+      expect(answer.text).not.toMatch(/database refused|byte sequence/);
+      expect(await snapshot(t.db)).toEqual(before);
+    }
+  });
+
   it('a body that is not valid UTF-8 is a 400, nothing stored (never U+FFFD)', async () => {
     const before = await snapshot(t.db);
     const body = Buffer.concat([
