@@ -58,6 +58,12 @@ export interface Config {
   shutdownGraceMs: number;
   /** How long a request waits for a PostgreSQL connection before it fails (503) instead of hanging. */
   dbConnectTimeoutMs: number;
+  /** `CHRONOS_REQUEST_TIMEOUT`: the longest a request may take to arrive, headers and body (408 past it). */
+  requestTimeoutMs: number;
+  /** `CHRONOS_IDLE_TIMEOUT`: a connection that sends and receives nothing this long is closed. */
+  idleTimeoutMs: number;
+  /** `CHRONOS_KEEP_ALIVE_TIMEOUT`: how long an idle keep-alive connection waits for its next request. */
+  keepAliveTimeoutMs: number;
   logLevel: string;
   /** The schedules file (contract §13), reconciled at start and on every change; absolute. */
   schedulesFile: string | undefined;
@@ -209,6 +215,9 @@ export function loadConfig(env: Env = process.env): Config {
     routerPipelining: integer('CHRONOS_ROUTER_PIPELINING', 1, 1, 100),
     shutdownGraceMs: duration('CHRONOS_SHUTDOWN_GRACE', '10s'),
     dbConnectTimeoutMs: duration('CHRONOS_DB_CONNECT_TIMEOUT', '5s', 1),
+    requestTimeoutMs: duration('CHRONOS_REQUEST_TIMEOUT', '30s', 100),
+    idleTimeoutMs: duration('CHRONOS_IDLE_TIMEOUT', '30s', 100),
+    keepAliveTimeoutMs: duration('CHRONOS_KEEP_ALIVE_TIMEOUT', '5s', 100),
     logLevel: text('LOG_LEVEL') ?? 'info',
     schedulesFile: schedulesFile(),
     apiKey: text('CHRONOS_API_KEY'),

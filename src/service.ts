@@ -40,7 +40,7 @@ import {
 import type { LockInfo } from './store/embedded.js';
 import { migrate, pendingMigrations } from './store/migrate.js';
 import { hostEventLog } from './store/multi-host.js';
-import { serverSettingsWarning } from './store/server-settings.js';
+import { readOnlyReason, serverSettingsWarning } from './store/server-settings.js';
 import { Tracker } from './tracker/tracker.js';
 import { ROUTER_QUEUE } from './types.js';
 
@@ -372,12 +372,17 @@ export class ChronosService {
     let result: { ready: boolean; reason?: string };
     try {
       const pending = await pendingMigrations(this.#db);
+      const readOnly = pending.length === 0 ? await readOnlyReason(this.#db) : null;
       result =
-        pending.length === 0
-          ? { ready: true }
-          : { ready: false, reason: `migrations pending: ${pending.join(', ')}` };
+        pending.length > 0
+          ? { ready: false, reason: `migrations pending: ${pending.join(', ')}` }
+          : readOnly
+            ? { ready: false, reason: readOnly }
+            : { ready: true };
     } catch (error) {
-      result = { ready: false, reason: `database unreachable: ${reasonOf(error)}` };
+      // The cause (an address, the driver's text) goes to the log, not to whoever asks /readyz.
+      this.logger.warn({ err: { message: reasonOf(error) } }, 'readiness: database unreachable');
+      result = { ready: false, reason: 'database unreachable' };
     }
     const database = this.databaseStatus();
     return database ? { ...result, database } : result;

@@ -56,7 +56,7 @@ import {
   type AlarmSource,
 } from '../types.js';
 import { LIMITS, SCHEDULE_FIELDS, type AlarmSpec } from './alarm-spec.js';
-import { isUuid, type Owner } from './owner.js';
+import { idInMessage, isUuid, type Owner } from './owner.js';
 import { codePoints, isStorable } from './text.js';
 import { parseLimit, timeCursor, parseOneOf, toPage, type Page } from './page.js';
 
@@ -237,7 +237,7 @@ export class AlarmService {
 
   async get(owner: Owner, id: string): Promise<Alarm> {
     const alarm = isUuid(id) ? await alarmsGet(this.options.db, owner.did, id) : null;
-    if (!alarm) throw notFound(`alarm ${JSON.stringify(id)}`);
+    if (!alarm) throw notFound(`alarm ${idInMessage(id)}`);
     return alarm;
   }
 
@@ -479,7 +479,7 @@ export class AlarmService {
       return alarm;
     }
     const alarm = isUuid(ref.id) ? await alarmsGet(ex, owner.did, ref.id) : null;
-    if (!alarm) throw notFound(`alarm ${JSON.stringify(ref.id)}`);
+    if (!alarm) throw notFound(`alarm ${idInMessage(ref.id)}`);
     return alarm;
   }
 
@@ -552,12 +552,12 @@ function notNow(alarm: Alarm, rule: string): ChronosError {
 
 /** An alarm id, or `not_found` (an id that is no UUID names no alarm). */
 function uuidOf(id: string): string {
-  if (!isUuid(id)) throw notFound(`alarm ${JSON.stringify(id)}`);
+  if (!isUuid(id)) throw notFound(`alarm ${idInMessage(id)}`);
   return id;
 }
 
 function refFor(ref: AlarmRef): AlarmRef {
-  if ('id' in ref && !isUuid(ref.id)) throw notFound(`alarm ${JSON.stringify(ref.id)}`);
+  if ('id' in ref && !isUuid(ref.id)) throw notFound(`alarm ${idInMessage(ref.id)}`);
   return ref;
 }
 

@@ -30,3 +30,8 @@ const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a
 export function isUuid(value: unknown): value is string {
   return typeof value === 'string' && UUID.test(value);
 }
+
+/** An id as a refusal shows it: quoted when it is a UUID; otherwise not echoed (it may be a credential pasted by mistake). */
+export function idInMessage(id: string): string {
+  return isUuid(id) ? JSON.stringify(id) : '(an id that is not a UUID)';
+}

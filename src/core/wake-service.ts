@@ -12,7 +12,7 @@ import { silentLogger, type Logger } from '../logger.js';
 import type { Executor } from '../store/db.js';
 import { wakesAck, wakesAckByReply, wakesAttempts, wakesGet, wakesList } from '../store/wakes.js';
 import { WAKE_STATUSES, type Wake, type WakeAttempt } from '../types.js';
-import { isUuid, type Owner } from './owner.js';
+import { idInMessage, isUuid, type Owner } from './owner.js';
 import { parseLimit, parseOneOf, timeCursor, toPage, type Page } from './page.js';
 import { codePoints, isStorable, STORABLE_EXPECTED } from './text.js';
 
@@ -89,13 +89,13 @@ export class WakeService {
   /** Every delivery attempt of one of the owner's wakes, oldest first. */
   async attempts(owner: Owner, id: string): Promise<WakeAttempt[]> {
     const attempts = isUuid(id) ? await wakesAttempts(this.#db, owner.did, id) : null;
-    if (!attempts) throw notFound(`wake ${JSON.stringify(id)}`);
+    if (!attempts) throw notFound(`wake ${idInMessage(id)}`);
     return attempts;
   }
 
   async get(owner: Owner, id: string): Promise<Wake> {
     const wake = isUuid(id) ? await wakesGet(this.#db, owner.did, id) : null;
-    if (!wake) throw notFound(`wake ${JSON.stringify(id)}`);
+    if (!wake) throw notFound(`wake ${idInMessage(id)}`);
     return wake;
   }
 
@@ -105,7 +105,7 @@ export class WakeService {
    */
   async ack(owner: Owner, id: string, note: string): Promise<Wake> {
     const text = checkNote(note);
-    if (!isUuid(id)) throw notFound(`wake ${JSON.stringify(id)}`);
+    if (!isUuid(id)) throw notFound(`wake ${idInMessage(id)}`);
     const acked = await wakesAck(this.#db, owner.did, id, text);
     if (acked) {
       this.#announce([acked]);
@@ -128,6 +128,13 @@ export class WakeService {
       throw invalidInput(
         'conversation_id',
         `a conversation id of 1 to 200 characters of ${STORABLE_EXPECTED}`,
+        conversationId,
+      );
+    }
+    if (conversationId.includes('\u0000')) {
+      throw invalidInput(
+        'conversation_id',
+        'a conversation id without NUL characters (U+0000, %00)',
         conversationId,
       );
     }

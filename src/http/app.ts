@@ -14,7 +14,8 @@
  * Not here: listening, signals and shutdown order (the `serve` command owns those).
  */
 import { randomUUID } from 'node:crypto';
-import type { IncomingMessage } from 'node:http';
+import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import Fastify, {
   LogController,
   type FastifyInstance,
@@ -28,7 +29,7 @@ import { Authenticator } from '../core/authenticator.js';
 import './context.js';
 import { decodeBody, parseJsonBody } from './json-body.js';
 import { contextOf, SpanKind, SpanStatusCode, startSpan } from '../tracing.js';
-import { PROBLEM_TYPE, toProblem } from './problem.js';
+import { PROBLEM_TYPE, problemType, toProblem } from './problem.js';
 import { registerAlarmRoutes } from './routes/alarms.js';
 import { registerDashboardRoutes } from './routes/dashboard.js';
 import { registerOperationRoutes } from './routes/operations.js';
@@ -85,6 +86,11 @@ export async function buildApp(service: AppService, options: AppOptions = {}): P
     // Conversation ids run to 200 characters (percent-encoded, more).
     routerOptions: { maxParamLength: 2_000 },
     return503OnClosing: true,
+    ...timeoutOptions(service.config),
+    clientErrorHandler: answerClientError,
+    frameworkErrors: (error, request, reply) => {
+      sendProblem(error, request, reply);
+    },
   }) as unknown as ChronosApp;
   const state = { closing: false };
   app.decorate('markClosing', () => {
@@ -104,6 +110,7 @@ export async function buildApp(service: AppService, options: AppOptions = {}): P
   });
 
   app.addHook('onRequest', async (request, reply) => {
+    await admitOnSocket(request.raw, reply.raw);
     reply.header('x-request-id', request.id);
     const traceparent = request.headers.traceparent;
     request.span = startSpan(
@@ -179,5 +186,101 @@ function sendProblem(error: unknown, request: FastifyRequest, reply: FastifyRepl
       'request refused: database unavailable',
     );
   }
+  // A refused caller's body is not read: the connection closes once the answer is out.
+  if (problem.status === 401) reply.header('connection', 'close');
   return reply.code(problem.status).headers(headers).type(PROBLEM_TYPE).send(JSON.stringify(problem));
+}
+
+/**
+ * The server's timeouts (Fastify's options, Node's `http` server options): a request must arrive
+ * whole within `CHRONOS_REQUEST_TIMEOUT` (its headers within 10 s, or sooner when that is
+ * shorter), a connection that moves no byte for `CHRONOS_IDLE_TIMEOUT` is closed, and an idle
+ * keep-alive connection waits `CHRONOS_KEEP_ALIVE_TIMEOUT` for its next request. Node checks the
+ * first two every `connectionsCheckingInterval`: a quarter of the request timeout, at most 1 s.
+ */
+function timeoutOptions(config: AppService['config']) {
+  const requestTimeout = config.requestTimeoutMs;
+  return {
+    requestTimeout,
+    connectionTimeout: config.idleTimeoutMs,
+    keepAliveTimeout: config.keepAliveTimeoutMs,
+    http: {
+      headersTimeout: Math.min(10_000, requestTimeout),
+      connectionsCheckingInterval: Math.max(25, Math.min(1_000, Math.floor(requestTimeout / 4))),
+    },
+  };
+}
+
+/** Handlers running at once for the requests pipelined on one connection; the next wait their turn. */
+export const PIPELINE_DEPTH = 8;
+
+interface SocketGate {
+  running: number;
+  waiting: (() => void)[];
+}
+const gates = new WeakMap<Socket, SocketGate>();
+
+/**
+ * Waits until this request's connection has fewer than PIPELINE_DEPTH requests being handled;
+ * in the order they came. While some wait the socket is paused (no more is read from it), so a
+ * burst of pipelined requests costs at most PIPELINE_DEPTH handlers and database connections.
+ */
+async function admitOnSocket(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const socket = req.socket;
+  let gate = gates.get(socket);
+  if (!gate) {
+    gate = { running: 0, waiting: [] };
+    gates.set(socket, gate);
+  }
+  const current = gate;
+  res.once('close', () => {
+    current.running -= 1;
+    const next = current.waiting.shift();
+    if (next) next();
+    if (current.waiting.length === 0 && typeof socket.isPaused === 'function' && socket.isPaused()) {
+      socket.resume();
+    }
+  });
+  if (current.running < PIPELINE_DEPTH) {
+    current.running += 1;
+    return;
+  }
+  await new Promise<void>((resolve) => {
+    current.waiting.push(() => {
+      current.running += 1;
+      resolve();
+    });
+    // (`inject`'s stand-in socket cannot pause.)
+    if (typeof socket.pause === 'function') socket.pause();
+  });
+}
+
+/** 408, 431 and malformed requests, which Node refuses before any route: problem+json too, then closed. */
+function answerClientError(error: Error & { code?: string }, socket: Socket): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const [status, path, detail] =
+    error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? [408, 'body', 'the request did not arrive whole in time (CHRONOS_REQUEST_TIMEOUT); send it at once']
+      : error.code === 'HPE_HEADER_OVERFLOW'
+        ? [431, 'headers', 'the request headers are too large: expected at most 16 KiB in all']
+        : [400, '', 'the request is not well-formed HTTP/1.1'];
+  const title = STATUS_CODES[status] ?? 'Bad Request';
+  const body = JSON.stringify({
+    type: problemType('invalid_input'),
+    title,
+    status,
+    detail,
+    code: 'invalid_input',
+    errors: [{ path, message: detail }],
+  });
+  // Not in the middle of an answer already under way (Node itself writes only then).
+  const pending = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
+  if (socket.writable && !pending?.headersSent) {
+    socket.end(
+      `HTTP/1.1 ${status} ${title}\r\nContent-Type: ${PROBLEM_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      () => socket.destroy(),
+    );
+  } else {
+    socket.destroy();
+  }
 }

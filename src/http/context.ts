@@ -3,7 +3,7 @@
  * for unknown parameters (a misspelt `?stauts=` is refused, not silently ignored).
  */
 import type { FastifyRequest } from 'fastify';
-import { describeValue, invalidFields } from '../errors.js';
+import { invalidFields } from '../errors.js';
 import type { Caller, EveryOwnerCaller } from '../core/authenticator.js';
 import type { Owner } from '../core/owner.js';
 import { traceparentOf, type Span } from '../tracing.js';
@@ -49,9 +49,25 @@ export function checkQuery(request: FastifyRequest, allowed: readonly string[]):
     throw invalidFields(
       unknown.map((name) => ({
         path: name,
-        message: `${name}: unknown query parameter (got ${describeValue(query[name])}); send only ${allowed.join(', ')}`,
+        // Not its value: a key pasted as `?api_key=` must not come back in the answer.
+        message: `${name}: unknown query parameter; send only ${allowed.join(', ')}`,
+      })),
+    );
+  }
+  // PostgreSQL text holds no NUL: refused here, on the parameter that carried it.
+  const withNul = Object.keys(query).filter((name) => containsNul(query[name]));
+  if (withNul.length > 0) {
+    throw invalidFields(
+      withNul.map((name) => ({
+        path: name,
+        message: `${name}: expected text without NUL characters (U+0000, %00), got text containing one`,
       })),
     );
   }
   return query;
+}
+
+function containsNul(value: unknown): boolean {
+  if (typeof value === 'string') return value.includes('\u0000');
+  return Array.isArray(value) && value.some(containsNul);
 }

@@ -112,6 +112,19 @@ function frameworkProblem(error: unknown): Problem | null {
       `body: expected at most ${LIMITS.bodyBytes} bytes (128 KiB); send a smaller payload (at most 64 KiB) or wake_message (at most 16 KiB)`,
     );
   }
+  // Neither echoes the URL (it may carry what was pasted there by mistake).
+  if (e.statusCode === 414 || e.code === 'FST_ERR_MAX_PARAM_LENGTH') {
+    const detail = 'url: expected path segments of at most 2000 characters; send a shorter URL';
+    return {
+      ...problem('invalid_input', 414, detail),
+      title: 'URI Too Long',
+      errors: [{ path: 'url', message: detail }],
+    };
+  }
+  if (e.code === 'FST_ERR_BAD_URL') {
+    const detail = 'url: expected valid percent-encoding (%XX with two hex digits); send a well-formed URL';
+    return { ...problem('invalid_input', 400, detail), errors: [{ path: 'url', message: detail }] };
+  }
   const code: ErrorCode =
     e.statusCode === 404 ? 'not_found' : e.statusCode === 401 ? 'unauthorized' : 'invalid_input';
   const body = problem(code, e.statusCode, typeof e.message === 'string' ? e.message : 'bad request');

@@ -19,3 +19,16 @@ export async function serverSettingsWarning(ex: Executor): Promise<string | null
         'down; turn it on, or run VACUUM ANALYZE on alarms, wakes and wake_attempts regularly'
     : null;
 }
+
+const writable = sql(
+  'server_read_only',
+  `SELECT pg_catalog.current_setting('transaction_read_only') AS read_only,
+          pg_catalog.pg_is_in_recovery() AS in_recovery`,
+);
+
+/** Why this session cannot write (`/readyz` answers 503 then), or null when it can. */
+export async function readOnlyReason(ex: Executor): Promise<string | null> {
+  const [row] = await ex.query<{ read_only: string; in_recovery: boolean }>(writable);
+  if (row?.in_recovery) return 'the database is a standby (read-only)';
+  return row?.read_only === 'on' ? 'the database is read-only' : null;
+}

@@ -41,6 +41,7 @@ function databaseView(status: DatabaseStatus) {
     hosts: status.hosts,
     target_session_attrs: status.targetSessionAttrs,
     host_changes: status.changes,
-    last_error: status.lastError,
+    // Which hosts failed and why (addresses, the driver's text) is in the server's log, not here.
+    last_error: status.lastError === null ? null : 'database unreachable',
   };
 }
