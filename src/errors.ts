@@ -30,6 +30,11 @@ export interface ChronosErrorOptions {
   limit?: string;
   retryAfterSeconds?: number;
   cause?: unknown;
+  /**
+   * What an HTTP answer shows instead of `message`, when the message names what only the
+   * operator should see (the database's address): the log and the library keep the message.
+   */
+  publicMessage?: string;
 }
 
 export class ChronosError extends Error {
@@ -37,6 +42,7 @@ export class ChronosError extends Error {
   readonly errors: FieldError[];
   readonly limit: string | undefined;
   readonly retryAfterSeconds: number | undefined;
+  readonly publicMessage: string | undefined;
 
   constructor(code: ErrorCode, message: string, options: ChronosErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
@@ -45,6 +51,7 @@ export class ChronosError extends Error {
     this.errors = options.errors ?? [];
     this.limit = options.limit;
     this.retryAfterSeconds = options.retryAfterSeconds;
+    this.publicMessage = options.publicMessage;
   }
 }
 

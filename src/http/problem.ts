@@ -79,7 +79,7 @@ export function toProblem(error: unknown, requestId?: string): ProblemAnswer {
 function classify(error: unknown): ProblemAnswer {
   if (isChronosError(error)) {
     const status = STATUS[error.code];
-    const body = problem(error.code, status, error.message);
+    const body = problem(error.code, status, error.publicMessage ?? error.message);
     const headers: Record<string, string> = {};
     if (error.code === 'invalid_input') {
       body.errors = error.errors.length > 0 ? error.errors : [{ path: '', message: error.message }];

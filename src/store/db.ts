@@ -205,14 +205,53 @@ function isUnreachable(error: unknown, depth = 0): boolean {
   return isUnreachable(cause, depth + 1);
 }
 
-/** A driver error as the rest of Chronos sees it (see the module comment). */
-export function storeError(error: unknown): unknown {
+const UNREACHABLE_ADVICE = 'nothing was changed; try again in a few seconds';
+
+/**
+ * Where and why a connection failed, from the system's errors in `error`'s chain (Node's connect
+ * errors carry `address`, `port` and `code`; a name lookup, `hostname`): `at` is `host:port` (or
+ * several, comma-separated), `why` the codes or the driver's words. Never a password: only these
+ * fields are read, never the connection string.
+ */
+export function unreachableDetail(error: unknown, fallbackAt?: string): { at?: string; why?: string } {
+  const at = new Set<string>();
+  const why = new Set<string>();
+  const visit = (e: unknown, depth: number) => {
+    if (typeof e !== 'object' || e === null || depth > 4) return;
+    const { code, address, port, hostname, message, errors, cause } = e as Record<string, unknown>;
+    if (typeof address === 'string') at.add(typeof port === 'number' ? hostPort(address, port) : address);
+    else if (typeof hostname === 'string') at.add(hostname);
+    if (typeof code === 'string' && code !== '' && !(e instanceof ChronosError)) why.add(code);
+    else if (!Array.isArray(errors) && cause === undefined && typeof message === 'string' && message !== '') {
+      why.add(message.length > 120 ? `${message.slice(0, 119)}…` : message);
+    }
+    if (Array.isArray(errors)) for (const inner of errors) visit(inner, depth + 1);
+    visit(cause, depth + 1);
+  };
+  visit(error, 0);
+  const where = at.size > 0 ? [...at].join(', ') : fallbackAt;
+  return { ...(where !== undefined && { at: where }), ...(why.size > 0 && { why: [...why].join(', ') }) };
+}
+
+function hostPort(address: string, port: number): string {
+  return address.includes(':') ? `[${address}]:${port}` : `${address}:${port}`;
+}
+
+/**
+ * A driver error as the rest of Chronos sees it (see the module comment). `where` names the
+ * database (`host:port`) when the error itself does not. An unreachable database's message names
+ * its address and the system's error, for the log and a library's caller; an HTTP answer shows
+ * `publicMessage`, without the address.
+ */
+export function storeError(error: unknown, where?: string): unknown {
   if (error instanceof ChronosError) return error;
   if (isUnreachable(error)) {
+    const { at, why } = unreachableDetail(error, where);
+    const subject = at === undefined ? 'the database' : `the database at ${at}`;
     return new ChronosError(
       'unavailable',
-      'the database is unreachable right now; nothing was changed; try again in a few seconds',
-      { cause: error },
+      `${subject} is unreachable${why === undefined ? '' : ` (${why})`}; ${UNREACHABLE_ADVICE}`,
+      { cause: error, publicMessage: `the database is unreachable right now; ${UNREACHABLE_ADVICE}` },
     );
   }
   const code = sqlState(error);
@@ -223,11 +262,11 @@ export function storeError(error: unknown): unknown {
   return error;
 }
 
-async function mapped<T>(promise: Promise<T>): Promise<T> {
+async function mapped<T>(promise: Promise<T>, where?: () => string | undefined): Promise<T> {
   try {
     return await promise;
   } catch (error) {
-    throw storeError(error);
+    throw storeError(error, where?.());
   }
 }
 
@@ -350,19 +389,23 @@ export class PgDb implements Db {
     return this.named ? 'pool' : 'none';
   }
 
+  /** The database's `host:port` for an error that does not name it (read only on an error). */
+  readonly #where = (): string | undefined => this.status()?.host ?? undefined;
+
   async query<T = Row>(statement: Statement, values: readonly unknown[] = []): Promise<T[]> {
     const result = await mapped(
       this.pool.query(pgQuery(inSchema(statement, this.schema), values, this.named)),
+      this.#where,
     );
     return result.rows as T[];
   }
 
   async exec(script: string): Promise<void> {
-    await mapped(this.pool.query(script));
+    await mapped(this.pool.query(script), this.#where);
   }
 
   async transaction<T>(fn: (tx: Executor) => Promise<T>): Promise<T> {
-    const client = await mapped(this.pool.connect());
+    const client = await mapped(this.pool.connect(), this.#where);
     // A connection lost while the transaction waits between statements (a held claim's handlers
     // running) is reported as an 'error' event, which would otherwise end the process: its next
     // statement fails instead, and the transaction is rolled back as for any other failure.
@@ -391,7 +434,7 @@ export class PgDb implements Db {
       } catch (rollbackError) {
         client.release(rollbackError as Error);
       }
-      throw storeError(error);
+      throw storeError(error, this.#where());
     }
   }
 
