@@ -12,7 +12,9 @@
  * and uses the fastest way each system documents; scheduling that is measured goes through
  * `scheduleMany` and `scheduleOne`.
  */
-import { readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import type pg from 'pg';
 
 export const SYSTEMS = ['chronos', 'graphile-worker', 'pg-boss'] as const;
@@ -88,10 +90,39 @@ export async function openPeer(system: SystemName, options: PeerOptions): Promis
     case 'chronos':
       return new (await import('./chronos.js')).ChronosPeer(options);
     case 'pg-boss':
-      return new (await import('./pg-boss.js')).PgBossPeer(options);
+      return new (await importPeer('./pg-boss.js', 'PgBossPeer'))(options);
     case 'graphile-worker':
-      return new (await import('./graphile-worker.js')).GraphileWorkerPeer(options);
+      return new (await importPeer('./graphile-worker.js', 'GraphileWorkerPeer'))(options);
   }
+}
+
+/**
+ * Loads a peer's adapter once its library is installed (`installPeers`). Through a specifier
+ * the compiler does not follow, so that the project's typecheck does not need the peers (a plain
+ * `npm install` of Chronos leaves them out); `bench/peers/tsconfig.json` checks the adapters.
+ */
+async function importPeer(file: string, name: string): Promise<new (options: PeerOptions) => Peer> {
+  installPeers();
+  const specifier: string = file;
+  return ((await import(specifier)) as Record<string, new (options: PeerOptions) => Peer>)[name]!;
+}
+
+const PEERS_DIR = fileURLToPath(new URL('.', import.meta.url));
+
+/**
+ * Installs the peers (pg-boss, graphile-worker) into `bench/peers/node_modules` from their own
+ * lock, `npm --prefix bench/peers ci`, unless they are there already. They are not Chronos's
+ * dependencies, even for development: they want Node 22, and a plain `npm install` of Chronos on
+ * Node 20 warned of it (EBADENGINE).
+ */
+export function installPeers(): void {
+  if (
+    existsSync(`${PEERS_DIR}node_modules/pg-boss/package.json`) &&
+    existsSync(`${PEERS_DIR}node_modules/graphile-worker/package.json`)
+  )
+    return;
+  process.stderr.write('bench: installing the peers (npm --prefix bench/peers ci)\n');
+  execFileSync('npm', ['--prefix', PEERS_DIR, 'ci', '--no-audit', '--no-fund'], { stdio: ['ignore', 2, 2] });
 }
 
 /** Splits `items` into chunks of at most `size`. */
@@ -125,8 +156,9 @@ export async function inTransaction<T>(pool: pg.Pool, fn: (tx: pg.PoolClient) =>
   }
 }
 
-/** The version of an installed package, from its package.json. */
+/** The version of an installed package, from its package.json: a peer's (`bench/peers/node_modules`) or Chronos's. */
 export function packageVersion(name: string): string {
-  const url = new URL(`../../node_modules/${name}/package.json`, import.meta.url);
+  const peer = new URL(`./node_modules/${name}/package.json`, import.meta.url);
+  const url = existsSync(peer) ? peer : new URL(`../../node_modules/${name}/package.json`, import.meta.url);
   return `${name} ${(JSON.parse(readFileSync(url, 'utf8')) as { version: string }).version}`;
 }

@@ -48,6 +48,7 @@ import {
 } from '../support.js';
 import {
   inTransaction,
+  installPeers,
   timersFrom,
   type Peer,
   type SettingsName,
@@ -598,8 +599,11 @@ export const RSS_BUILD_DIR = fileURLToPath(new URL('../../.tmp/compare-build/', 
  */
 export function buildRssWorker(): void {
   const root = fileURLToPath(new URL('../../', import.meta.url));
+  installPeers();
   rmSync(RSS_BUILD_DIR, { recursive: true, force: true });
-  mkdirSync(RSS_BUILD_DIR, { recursive: true });
+  mkdirSync(`${RSS_BUILD_DIR}bench/peers`, { recursive: true });
+  // The compiled adapters find their libraries where the bench installed them.
+  symlinkSync(`${root}bench/peers/node_modules`, `${RSS_BUILD_DIR}bench/peers/node_modules`);
   const files = ['rss-worker', 'chronos', 'pg-boss', 'graphile-worker'].map(
     (f) => `../../bench/peers/${f}.ts`,
   );
