@@ -549,7 +549,9 @@ export class Dispatcher {
     const { claim } = flight;
     const startedPerf = performance.now();
     const startedAt = time.at(startedPerf);
-    const latenessMs = Math.max(0, startedAt.getTime() - claim.alarm.scheduledFor.getTime());
+    // Counted from the fire's one instant, the wake's fired_at (the claim's now()), so that
+    // lateness_ms = fired_at − scheduled_for holds in the body, the log and the stored wake.
+    const latenessMs = Math.max(0, claim.dbNow.getTime() - claim.alarm.scheduledFor.getTime());
     flight.startedAt = startedAt;
     flight.latenessMs = latenessMs;
     if (claim.coalesced) return { startedPerf, startedAt, latenessMs, span: null, delivery: 'coalesced' };
@@ -576,7 +578,7 @@ export class Dispatcher {
       trigger: claim.alarm.trigger,
       traceparent: (span && traceparentOf(span)) || claim.alarm.traceparent,
       scheduledFor: claim.alarm.scheduledFor,
-      firedAt: startedAt,
+      firedAt: claim.dbNow,
       latenessMs,
     };
     let delivery: Delivery | Promise<Delivery>;
