@@ -22,7 +22,7 @@ import { isStorable } from './core/text.js';
 import { ChronosError, invalidFields, invalidInput, renameFieldErrors, type FieldError } from './errors.js';
 import { CLAIM_MODES, type ClaimMode, type DispatcherDelivery } from './dispatch/dispatcher.js';
 import { silentLogger, type Logger } from './logger.js';
-import { HandlerReceiver, type TimerHandler } from './receivers/handler.js';
+import { HandlerReceiver, type TimerFire, type TimerHandler } from './receivers/handler.js';
 import { LogReceiver } from './receivers/log.js';
 import { ChronosService, type Transaction } from './service.js';
 import { DEFAULT_QUEUE, ROUTER_QUEUE, type Alarm } from './types.js';
@@ -84,6 +84,24 @@ export interface TimerSpec {
 
 export type RescheduleSpec = Omit<TimerSpec, 'key' | 'queue'>;
 
+/**
+ * A timer as `schedule()`, `scheduleMany()`, `get()`, `cancel()` and `reschedule()` give it back
+ * (contract §9): its row, `payload` the plain object that was given (`t.payload.orderId`), and
+ * `payloadText` the payload's JSON text as stored, verbatim, for numbers past double precision.
+ * `P` is what you say the payload is (`schedule<{ orderId: string }>(…)`); it is not checked.
+ */
+export interface Timer<P = Record<string, unknown>> extends Omit<Alarm, 'payload'> {
+  /** The payload parsed (numbers beyond double precision lose digits here: use `payloadText`). */
+  payload: P;
+  /** The payload as stored (PostgreSQL's JSONB text, every digit kept). */
+  payloadText: string;
+}
+
+/** What a `work()` handler receives (the former `TimerFire`). */
+export type Fire<P = Record<string, unknown>> = Omit<TimerFire, 'payload'> & { payload: P };
+/** A `work()` handler: a throw or a rejection is a failed delivery, retried with backoff. */
+export type FireHandler<P = Record<string, unknown>> = (fire: Fire<P>) => unknown;
+
 export interface WorkOptions {
   /** The queue whose timers this worker runs (default `default`). */
   queue?: string;
@@ -121,14 +139,14 @@ export interface Worker {
 
 export interface Chronos {
   migrate(): Promise<string[]>;
-  schedule(tx: unknown, spec: TimerSpec): Promise<Alarm>;
+  schedule<P = Record<string, unknown>>(tx: unknown, spec: TimerSpec): Promise<Timer<P>>;
   /** Many timers in one statement on `tx`, in order, all or nothing. */
-  scheduleMany(tx: unknown, specs: readonly TimerSpec[]): Promise<Alarm[]>;
-  cancel(tx: unknown, key: string, owner?: string): Promise<Alarm>;
-  reschedule(tx: unknown, key: string, spec: RescheduleSpec): Promise<Alarm>;
+  scheduleMany<P = Record<string, unknown>>(tx: unknown, specs: readonly TimerSpec[]): Promise<Timer<P>[]>;
+  cancel<P = Record<string, unknown>>(tx: unknown, key: string, owner?: string): Promise<Timer<P>>;
+  reschedule<P = Record<string, unknown>>(tx: unknown, key: string, spec: RescheduleSpec): Promise<Timer<P>>;
   /** The timer with this key, or null. */
-  get(key: string, owner?: string): Promise<Alarm | null>;
-  work(handler: TimerHandler, options?: WorkOptions): Worker;
+  get<P = Record<string, unknown>>(key: string, owner?: string): Promise<Timer<P> | null>;
+  work<P = Record<string, unknown>>(handler: FireHandler<P>, options?: WorkOptions): Worker;
   close(): Promise<void>;
   /** The embedded store, for your own transactions on it (when Chronos opened one). */
   readonly pglite: PGlite | null;
@@ -312,28 +330,32 @@ export async function createChronos(options: ChronosOptions): Promise<Chronos> {
     },
     migrate: () => service.migrate(),
 
-    async schedule(tx, spec) {
+    async schedule<P>(tx: unknown, spec: TimerSpec) {
       const item = readTimer(spec, '');
-      return write(
-        '',
-        async () =>
+      return write('', async () =>
+        toTimer<P>(
           (await service.alarms.create(item.owner, item.spec, { source: 'library', tx: on(tx) })).alarm,
+        ),
       );
     },
 
-    async scheduleMany(tx, specs) {
+    async scheduleMany<P>(tx: unknown, specs: readonly TimerSpec[]) {
       if (!Array.isArray(specs)) throw invalidInput('specs', 'an array of timer specs', specs);
       // Each spec is read as its part of the batch is written (see AlarmService.createMany).
       const items = { length: specs.length, read: (i: number) => readTimer(specs[i], String(i)) };
       return write('specs', async () =>
-        (await service.alarms.createMany(items, { source: 'library', tx: on(tx) })).map((c) => c.alarm),
+        (await service.alarms.createMany(items, { source: 'library', tx: on(tx) })).map((c) =>
+          toTimer<P>(c.alarm),
+        ),
       );
     },
 
-    cancel: (tx, key, owner) =>
-      write('', () => service.alarms.cancel(ownerOf(owner, 'owner'), { key: keyOf(key) }, on(tx))),
+    cancel: async <P>(tx: unknown, key: string, owner?: string) =>
+      toTimer<P>(
+        await write('', () => service.alarms.cancel(ownerOf(owner, 'owner'), { key: keyOf(key) }, on(tx))),
+      ),
 
-    async reschedule(tx, key, spec) {
+    async reschedule<P>(tx: unknown, key: string, spec: RescheduleSpec) {
       const { values, errors } = formErrors(spec, changeForm, {
         noun: 'spec',
         oneOf: { fields: SCHEDULE_FIELDS, exactly: false },
@@ -341,19 +363,27 @@ export async function createChronos(options: ChronosOptions): Promise<Chronos> {
       if (errors.length > 0) throw invalidFields(errors);
       const { owner, ...fields } = values;
       const target = ownerOf(owner, 'owner');
-      return write('', () =>
-        service.alarms.update(target, { key: keyOf(key) }, toSpec(fields), { source: 'library', tx: on(tx) }),
+      return toTimer<P>(
+        await write('', () =>
+          service.alarms.update(target, { key: keyOf(key) }, toSpec(fields), {
+            source: 'library',
+            tx: on(tx),
+          }),
+        ),
       );
     },
 
-    get: (key, owner) => service.alarms.getByKey(ownerOf(owner, 'owner'), keyOf(key)),
+    async get<P>(key: string, owner?: string) {
+      const alarm = await service.alarms.getByKey(ownerOf(owner, 'owner'), keyOf(key));
+      return alarm === null ? null : toTimer<P>(alarm);
+    },
 
-    work(handler, work = {}) {
+    work<P>(handler: FireHandler<P>, work: WorkOptions = {}) {
       const queue = work.queue ?? DEFAULT_QUEUE;
       if (typeof queue !== 'string' || !QUEUE_NAME.test(queue)) {
         throw invalidInput('queue', SPEC_RULES.queue.expected, queue);
       }
-      const receiver = new HandlerReceiver(handler);
+      const receiver = new HandlerReceiver(handler as TimerHandler);
       // The queue `router` is `chronos serve`'s, whose wake tracking reads the history.
       const history = work.history ?? queue === ROUTER_QUEUE;
       // Finished timers kept for no time: a fired one-shot is deleted as its fire is recorded.
@@ -392,6 +422,12 @@ export async function createChronos(options: ChronosOptions): Promise<Chronos> {
       await service.close();
     },
   };
+}
+
+/** The row as the library shows it: the payload a plain object, its stored text beside it. */
+function toTimer<P>(alarm: Alarm): Timer<P> {
+  const { payload, ...rest } = alarm;
+  return { ...rest, payload: payload.parse() as P, payloadText: payload.text };
 }
 
 const REQUIRED: readonly LibraryField[] = ['idempotencyKey'];

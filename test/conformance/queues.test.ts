@@ -100,7 +100,7 @@ describeEachBackend('conformance: queues and scheduleMany', ({ t }) => {
     });
     expect(statements).toHaveLength(1);
     expect(made.map((a) => a.idempotencyKey)).toEqual(specs.map((s) => s.key));
-    expect(made.map((a) => a.payload.parse())).toEqual(specs.map((s) => s.payload));
+    expect(made.map((a) => a.payload)).toEqual(specs.map((s) => s.payload));
     expect((await t.db.query<{ n: number }>(alarmCount))[0]!.n).toBe(251);
 
     // Again with the same keys: nothing new, each answer the existing timer.
