@@ -25,6 +25,7 @@ import { readdir } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { pino } from 'pino';
 import type { Config } from './config.js';
+import { keyStoreHint } from './core/store-name.js';
 import { controlSocketPath, type ControlServer } from './control/control-socket.js';
 import { relayStdio } from './control/mcp-relay.js';
 import { holderOf, storeExists } from './control/store-holder.js';
@@ -160,7 +161,8 @@ async function ownerOf(config: Config, named: Owner | undefined, keys: KeyServic
   if (!key) {
     throw new ChronosError(
       'unauthorized',
-      'CHRONOS_API_KEY: the API key is unknown or revoked; create one with `chronos keys create --owner <did>`',
+      'CHRONOS_API_KEY: the API key is unknown or revoked; create one with `chronos keys create --owner <did>` ' +
+        `(${keyStoreHint(config, true)})`,
     );
   }
   if (named && named.did !== key.owner.did) {

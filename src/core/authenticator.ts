@@ -34,9 +34,14 @@ const digest = (value: string) => createHash('sha256').update(value).digest();
 export class Authenticator {
   readonly #operatorDigest: Buffer | null;
 
+  /**
+   * `storeHint` follows the refusal of an unknown key: which store this server uses (keys belong
+   * to one; see store-name.ts).
+   */
   constructor(
     private readonly keys: KeyService,
     operatorToken: string | undefined,
+    private readonly storeHint?: string,
   ) {
     this.#operatorDigest = operatorToken ? digest(operatorToken) : null;
   }
@@ -87,7 +92,8 @@ export class Authenticator {
     if (!key) {
       throw new ChronosError(
         'unauthorized',
-        'Authorization: the API key is unknown or revoked; create one with `chronos keys create --owner <did>`',
+        'Authorization: the API key is unknown or revoked; create one with `chronos keys create --owner <did>`' +
+          (this.storeHint ? ` (${this.storeHint})` : ''),
       );
     }
     if (named !== undefined && parseOwner(named, 'X-Chronos-Owner').did !== key.owner.did) {

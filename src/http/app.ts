@@ -30,6 +30,7 @@ import './context.js';
 import { decodeBody, parseJsonBody } from './json-body.js';
 import { contextOf, SpanKind, SpanStatusCode, startSpan } from '../tracing.js';
 import { PROBLEM_TYPE, problemType, toProblem } from './problem.js';
+import { keyStoreHint } from '../core/store-name.js';
 import { registerAlarmRoutes } from './routes/alarms.js';
 import { registerDashboardRoutes } from './routes/dashboard.js';
 import { registerOperationRoutes } from './routes/operations.js';
@@ -158,7 +159,7 @@ export async function buildApp(service: AppService, options: AppOptions = {}): P
   registerOperationRoutes(app, service, state);
   registerDashboardRoutes(app);
 
-  const auth = new Authenticator(service.keys, operatorToken);
+  const auth = new Authenticator(service.keys, operatorToken, keyStoreHint(service.config, false));
   app.decorate('authenticator', auth);
   await app.register(
     async (v1) => {

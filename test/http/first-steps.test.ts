@@ -38,3 +38,26 @@ describeEachBackend('HTTP: first steps', ({ t }) => {
     expect(PACKAGE_VERSION).toMatch(/^\d+\.\d+\.\d+/);
   });
 });
+
+describeEachBackend('HTTP: a key from another store', ({ t, kind }) => {
+  let h: TestApp;
+  beforeEach(async () => {
+    h = await openTestApp(t.db);
+  });
+  afterEach(async () => {
+    await h.close();
+  });
+
+  it('an unknown key is told that keys belong to one store, and which store this server uses (no address)', async () => {
+    const r = await call(h.app, 'GET', '/v1/alarms', {
+      headers: { authorization: `Bearer chronos_${'A'.repeat(43)}` },
+    });
+    expect(isProblem(r, 401)).toBe(true);
+    expect(r.body.detail).toContain('the API key is unknown or revoked');
+    expect(r.body.detail).toContain('keys belong to the store they were created in, and this server uses ');
+    expect(r.body.detail).toMatch(
+      kind === 'pglite' || !h.service.config.databaseUrl ? /embedded store|PostgreSQL/ : /PostgreSQL/,
+    );
+    expect(r.body.detail).not.toMatch(/127\.0\.0\.1|localhost|\.chronos/);
+  });
+});

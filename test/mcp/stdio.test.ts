@@ -172,6 +172,11 @@ describePostgresOnly(
         });
         expect(badKey.code).toBe(1);
         expect(badKey.stderr).toMatch(/CHRONOS_API_KEY: the API key is unknown or revoked; create one with/);
+        // Keys belong to one store: the refusal says which one this server uses, without the password.
+        const pgUrl = new URL(t.url!);
+        expect(badKey.stderr).toContain(
+          `keys belong to the store they were created in, and this server uses PostgreSQL at ${pgUrl.hostname}:${pgUrl.port || 5432}`,
+        );
 
         const badDid = await runChronos(['mcp'], { DATABASE_URL: t.url!, CHRONOS_OWNER_DID: 'alice' });
         expect(badDid.code).toBe(1);
