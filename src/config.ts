@@ -65,6 +65,8 @@ export interface Config {
   /** `CHRONOS_KEEP_ALIVE_TIMEOUT`: how long an idle keep-alive connection waits for its next request. */
   keepAliveTimeoutMs: number;
   logLevel: string;
+  /** `CHRONOS_LOG_FORMAT`: `json` (the default for a service) or `pretty`; unset, pretty on a TTY. */
+  logFormat: 'json' | 'pretty';
   /** The schedules file (contract §13), reconciled at start and on every change; absolute. */
   schedulesFile: string | undefined;
   /** For `chronos mcp` (stdio): the owner, by key or by DID. */
@@ -110,6 +112,13 @@ export function loadConfig(env: Env = process.env): Config {
       return fallback;
     }
     return n;
+  };
+  const logFormat = (): 'json' | 'pretty' => {
+    const raw = text('CHRONOS_LOG_FORMAT');
+    if (raw === undefined) return process.stdout.isTTY ? 'pretty' : 'json';
+    if (raw === 'json' || raw === 'pretty') return raw;
+    fail('CHRONOS_LOG_FORMAT', '"json" or "pretty"', raw);
+    return 'json';
   };
   const url = (name: string) => {
     const raw = text(name);
@@ -219,6 +228,7 @@ export function loadConfig(env: Env = process.env): Config {
     idleTimeoutMs: duration('CHRONOS_IDLE_TIMEOUT', '30s', 100),
     keepAliveTimeoutMs: duration('CHRONOS_KEEP_ALIVE_TIMEOUT', '5s', 100),
     logLevel: text('LOG_LEVEL') ?? 'info',
+    logFormat: logFormat(),
     schedulesFile: schedulesFile(),
     apiKey: text('CHRONOS_API_KEY'),
     ownerDid: text('CHRONOS_OWNER_DID'),

@@ -3,11 +3,19 @@
  * them from anything that carries request headers.
  */
 import { pino, type Logger } from 'pino';
+import { prettyStream } from './log-pretty.js';
 
 export type { Logger };
 
-export function createLogger(level: string = process.env.LOG_LEVEL ?? 'info'): Logger {
-  return pino({
+/** `json` (one object a line, for services) or `pretty` (for a person at a terminal). */
+export type LogFormat = 'json' | 'pretty';
+
+export function createLogger(
+  level: string = process.env.LOG_LEVEL ?? 'info',
+  format: LogFormat = 'json',
+  out: NodeJS.WritableStream = process.stdout,
+): Logger {
+  const options = {
     level,
     base: { service: 'chronos' },
     redact: {
@@ -21,7 +29,9 @@ export function createLogger(level: string = process.env.LOG_LEVEL ?? 'info'): L
       ],
       censor: '[redacted]',
     },
-  });
+  };
+  if (format === 'pretty') return pino(options, prettyStream(out));
+  return out === process.stdout ? pino(options) : pino(options, out);
 }
 
 export const silentLogger: Logger = pino({ level: 'silent' });

@@ -105,7 +105,7 @@ export async function startServer(
   config: Config,
   options: { logger?: Logger; env?: Record<string, string | undefined> } = {},
 ): Promise<RunningServer> {
-  const logger = options.logger ?? createLogger(config.logLevel);
+  const logger = options.logger ?? createLogger(config.logLevel, config.logFormat);
   await assertPortFree(config.host, config.port);
   const traces = await startTracing(options.env ?? {}, logger);
   const socketPath = config.databaseUrl ? undefined : controlSocketPath(config.dataDir);

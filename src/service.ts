@@ -224,7 +224,7 @@ export class ChronosService {
    * in the configured schema, and applies migrations (unless `migrate: false`).
    */
   static async open(config: Config, options: ServiceOptions = {}): Promise<ChronosService> {
-    const logger = options.logger ?? createLogger(config.logLevel);
+    const logger = options.logger ?? createLogger(config.logLevel, config.logFormat);
     if (config.testClockOffsetMs !== 0) {
       shiftProcessClock(config.testClockOffsetMs);
       logger.warn(

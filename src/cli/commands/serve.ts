@@ -29,7 +29,7 @@ SIGTERM or SIGINT stops it gracefully; a second signal exits at once.`,
   async run(args, io) {
     readArgs(args, {});
     const config = loadConfig(io.env);
-    const logger = createLogger(config.logLevel);
+    const logger = createLogger(config.logLevel, config.logFormat);
     // Listening for the signal before starting: once /readyz answers, a SIGTERM must already
     // mean "stop gracefully" (one that lands while starting stops the server as soon as it runs).
     const stopping = new Promise<NodeJS.Signals>((resolve) => {
