@@ -114,6 +114,28 @@ describeEachBackend('a delivery that fails or is retried writes a log line', ({ 
     expect(logged[1]!.msg).toBe('delivery failed; this occurrence is skipped, the alarm stays active');
   });
 
+  it('a router that hangs past the timeout: a retry line with no status code and the timeout', async () => {
+    const { alarm } = await makeService(t.db).create(OWNER, { inSeconds: 60 }, api);
+    await backdate(t.db, alarm.id, 61_000);
+    const { logger, lines } = capturingLogger();
+    const { dispatcher } = delivering(t.db, {
+      receiver: { secrets: [newSecret()], timeoutMs: 300 },
+      dispatcher: { logger },
+    });
+    sink.answer({ hang: true });
+    expect(await dispatcher.runOnce()).toBe(1);
+    expect(deliveryLines(lines)).toEqual([
+      expect.objectContaining({
+        level: 30,
+        msg: 'delivery failed; retrying',
+        alarmId: alarm.id,
+        attempt: 1,
+        statusCode: null,
+        error: 'router timed out after 300 ms',
+      }),
+    ]);
+  });
+
   it('under a storm: at most 20 retry lines per 10 s, then one summary line', async () => {
     const service = makeService(t.db);
     for (let i = 0; i < 25; i++) {
