@@ -45,6 +45,7 @@ import {
   type Span,
 } from '../tracing.js';
 import { decideOutcome } from './outcome.js';
+import { LogLimiter } from './log-limiter.js';
 import type { RetryPolicy } from './retry-policy.js';
 
 /**
@@ -177,6 +178,8 @@ export class Dispatcher {
   #stopping = false;
   #wake: AbortController = new AbortController();
   #unlisten: (() => Promise<void>) | null = null;
+  /** Retry and failure lines: at most 20 of each per 10 s, then a summary (see #logOutcome). */
+  readonly #logLimiter: LogLimiter<'retry' | 'failed'>;
 
   constructor(options: DispatcherOptions) {
     this.#db = options.db;
@@ -184,6 +187,7 @@ export class Dispatcher {
     this.#receiver = options.receiver as Receiver<ClaimedAlarm>;
     this.#clock = options.clock ?? systemClock;
     this.#logger = options.logger ?? silentLogger;
+    this.#logLimiter = new LogLimiter(this.#clock);
     this.#metrics = options.metrics;
     this.#leaseMs = options.leaseMs ?? 30_000;
     this.#batchSize = options.batchSize ?? (options.db.kind === 'pglite' ? 100 : 200);
@@ -211,6 +215,7 @@ export class Dispatcher {
    * claimed. Tests call this directly instead of starting the loop.
    */
   async runOnce(): Promise<number> {
+    this.#logSummaries();
     if ((this.#receiver.holdMs?.() ?? 0) > 0) return 0;
     const claims = await this.#claim(
       Math.max(0, Math.min(this.#batchSize, this.#concurrency - this.inFlight)),
@@ -271,6 +276,7 @@ export class Dispatcher {
         this.#logger.warn({ err: error }, 'could not release leases; they lapse by themselves'),
       );
     }
+    this.#logSummaries(true);
   }
 
   /** Stops claiming: the loop ends after the look under way. */
@@ -292,6 +298,7 @@ export class Dispatcher {
       // Re-arm before looking, not before sleeping: a poke that lands while the claim or the
       // next-due probe runs (a NOTIFY for a row they may not have seen) must cut the sleep short.
       if (this.#wake.signal.aborted) this.#wake = new AbortController();
+      this.#logSummaries();
       try {
         // The receiver's target is known to be down: claiming now would only spend retries.
         const holdMs = this.#receiver.holdMs?.() ?? 0;
@@ -617,7 +624,57 @@ export class Dispatcher {
     if (outcome.result === 'delivered' || outcome.result === 'coalesced') {
       this.#metrics?.lateness.observe(latenessMs / 1000);
     }
+    this.#logOutcome(outcome);
     return outcome;
+  }
+
+  /**
+   * A retry (info) or a failure (warn: a once alarm given up, or a cron occurrence skipped) as a
+   * log line with the alarm, wake, attempt, status code and error (never the payload), at most
+   * 20 of each per 10 s; the rest are counted, and summarised once their window has ended.
+   */
+  #logOutcome(outcome: Outcome): void {
+    this.#logSummaries();
+    if (outcome.result !== 'retry' && outcome.result !== 'failed') return;
+    const { write, summary } = this.#logLimiter.admit(outcome.result);
+    if (summary) this.#logSummary(summary.kind, summary.suppressed, summary.windowMs);
+    if (!write) return;
+    const fields = {
+      alarmId: outcome.alarmId,
+      wakeId: outcome.wakeId,
+      attempt: outcome.attempt,
+      statusCode: outcome.statusCode,
+      error: outcome.lastError,
+    };
+    if (outcome.result === 'retry') {
+      this.#logger.info({ ...fields, retryAt: outcome.nextFireAt }, 'delivery failed; retrying');
+    } else if (outcome.status === 'failed') {
+      this.#logger.warn(fields, 'delivery failed; the alarm has failed');
+    } else {
+      this.#logger.warn(
+        { ...fields, nextFireAt: outcome.nextFireAt },
+        'delivery failed; this occurrence is skipped, the alarm stays active',
+      );
+    }
+  }
+
+  /** Writes the summaries of the rate-limit windows that have ended (all of them with `all`). */
+  #logSummaries(all = false): void {
+    for (const { kind, suppressed, windowMs } of this.#logLimiter.ended(all)) {
+      this.#logSummary(kind, suppressed, windowMs);
+    }
+  }
+
+  #logSummary(kind: 'retry' | 'failed', suppressed: number, windowMs: number): void {
+    const seconds = Math.round(windowMs / 1000);
+    if (kind === 'retry') {
+      this.#logger.info({ suppressed }, `… and ${suppressed} more delivery retries in the last ${seconds} s`);
+    } else {
+      this.#logger.warn(
+        { suppressed },
+        `… and ${suppressed} more delivery failures in the last ${seconds} s`,
+      );
+    }
   }
 
   /** Flushes on the next turn of the event loop, so outcomes finishing together share a statement. */
@@ -654,7 +711,9 @@ export class Dispatcher {
     const finishedAt = flight.time.at(performance.now());
     const startedAt = flight.startedAt ?? finishedAt;
     const times = { startedAt, finishedAt, latenessMs: flight.latenessMs };
-    return decideOutcome(flight.claim, TIMED_OUT, times, this.#retry, this.#random);
+    const outcome = decideOutcome(flight.claim, TIMED_OUT, times, this.#retry, this.#random);
+    this.#logOutcome(outcome);
+    return outcome;
   }
 
   /** Counts recorded outcomes; those not updated were fenced out. */
