@@ -136,6 +136,7 @@ async function relay(
     socketPath: holder.controlSocket,
     path: MCP_PATH,
     holderPid: holder.pid,
+    keyHint: keyStoreHint(config, true),
     credentials,
     ...streams,
     logger,

@@ -22,6 +22,8 @@ export interface RelayOptions {
   path: string;
   /** The server's pid, for messages. */
   holderPid: number;
+  /** Which store the key must come from, for the refusal of an unknown key (`keyStoreHint`). */
+  keyHint?: string;
   /** `authorization` and/or `x-chronos-owner`. */
   credentials: Record<string, string>;
   stdin: Readable;
@@ -91,7 +93,7 @@ export async function relayStdio(options: RelayOptions): Promise<void> {
     } catch (error) {
       throw new ChronosError('unavailable', unreachable(error), { cause: error });
     }
-    if (preflight.status !== 200) throw refusal(preflight.status, preflight.text);
+    if (preflight.status !== 200) throw refusal(preflight.status, preflight.text, options.keyHint);
     const pending = new Set<Promise<void>>();
     const lines = createInterface({ input: stdin, crlfDelay: Infinity });
     options.signal?.addEventListener('abort', () => lines.close(), { once: true });
@@ -128,7 +130,7 @@ function messageOf(text: string): string | undefined {
 }
 
 /** The server's refusal of our credentials, in the words of the variables that gave them. */
-function refusal(status: number, text: string): ChronosError {
+function refusal(status: number, text: string, keyHint: string | undefined): ChronosError {
   const code = parse(text)?.code;
   const message = messageOf(text) ?? `the server refused with status ${status}`;
   switch (code) {
@@ -136,7 +138,7 @@ function refusal(status: number, text: string): ChronosError {
       return new ChronosError(
         code,
         'CHRONOS_API_KEY: the API key is unknown or revoked; create one with `chronos keys create --owner <did>` ' +
-          '(it works while the server runs)',
+          `(it works while the server runs)${keyHint ? `; ${keyHint}` : ''}`,
       );
     case 'forbidden':
       return new ChronosError(

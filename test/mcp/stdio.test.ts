@@ -411,6 +411,10 @@ describe('chronos mcp over stdio on the embedded store', () => {
         });
         expect(run.code).toBe(1);
         expect(run.stderr).toMatch(/chronos mcp: CHRONOS_API_KEY: the API key is unknown or revoked/);
+        // The relayed refusal says which store the key must come from, as the direct one does.
+        expect(run.stderr).toContain(
+          `keys belong to the store they were created in, and this server uses the embedded store at ${data.dir}`,
+        );
         expect(run.stdout).toBe('');
       },
       SLOW,
