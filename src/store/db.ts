@@ -390,22 +390,22 @@ export class PgDb implements Db {
   }
 
   /** The database's `host:port` for an error that does not name it (read only on an error). */
-  readonly #where = (): string | undefined => this.status()?.host ?? undefined;
+  private readonly whereHost = (): string | undefined => this.status()?.host ?? undefined;
 
   async query<T = Row>(statement: Statement, values: readonly unknown[] = []): Promise<T[]> {
     const result = await mapped(
       this.pool.query(pgQuery(inSchema(statement, this.schema), values, this.named)),
-      this.#where,
+      this.whereHost,
     );
     return result.rows as T[];
   }
 
   async exec(script: string): Promise<void> {
-    await mapped(this.pool.query(script), this.#where);
+    await mapped(this.pool.query(script), this.whereHost);
   }
 
   async transaction<T>(fn: (tx: Executor) => Promise<T>): Promise<T> {
-    const client = await mapped(this.pool.connect(), this.#where);
+    const client = await mapped(this.pool.connect(), this.whereHost);
     // A connection lost while the transaction waits between statements (a held claim's handlers
     // running) is reported as an 'error' event, which would otherwise end the process: its next
     // statement fails instead, and the transaction is rolled back as for any other failure.
@@ -434,7 +434,7 @@ export class PgDb implements Db {
       } catch (rollbackError) {
         client.release(rollbackError as Error);
       }
-      throw storeError(error, this.#where());
+      throw storeError(error, this.whereHost());
     }
   }
 
