@@ -408,7 +408,7 @@ export async function createChronos(options: ChronosOptions): Promise<Chronos> {
       const worker: Worker = {
         async stop(graceMs) {
           await started;
-          await Promise.all([dispatcher.stop(graceMs), pruner.close()]);
+          await Promise.all([dispatcher.stop(graceMs), pruner.stop()]);
           workers.delete(worker);
         },
         runOnce: () => dispatcher.runOnce(),

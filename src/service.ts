@@ -21,6 +21,7 @@ import { SchedulesFileService } from './core/schedules-file-service.js';
 import { SchedulesFileWatcher } from './schedules-file/watcher.js';
 import { scheduleChangedBody } from './wire/schedules-file.js';
 import { Dispatcher, type DispatcherDelivery, type DispatcherSettings } from './dispatch/dispatcher.js';
+import { Loop } from './dispatch/loop.js';
 import { createLogger, type Logger } from './logger.js';
 import type { Metrics } from './metrics.js';
 import { LogReceiver } from './receivers/log.js';
@@ -41,6 +42,7 @@ import type { LockInfo } from './store/embedded.js';
 import { migrate, pendingMigrations } from './store/migrate.js';
 import { hostEventLog } from './store/multi-host.js';
 import { readOnlyReason, serverSettingsWarning } from './store/server-settings.js';
+import { PruneStage } from './tracker/prune.js';
 import { Tracker } from './tracker/tracker.js';
 import { ROUTER_QUEUE } from './types.js';
 
@@ -288,21 +290,28 @@ export class ChronosService {
   }
 
   /**
-   * Retention alone for `queues` (a library worker's own): their finished alarms and wakes are
-   * deleted after the configured periods, one pass a minute; nothing is sent. Started by its owner.
+   * Retention alone for `queues` (a library worker's own): the tracker's prune stage on a loop of
+   * its own, deleting their finished alarms and wakes after the configured periods, one pass a
+   * minute (at once again while a batch comes back full); nothing is sent. Started by its owner.
    */
-  pruner(queues: readonly string[]): Tracker {
+  pruner(queues: readonly string[]): Loop {
     const { config } = this;
-    return new Tracker({
+    const logger = this.logger.child({ loop: 'pruner' });
+    const prune = new PruneStage({
       db: this.#db,
-      clock: this.clock,
-      logger: this.logger.child({ loop: 'pruner' }),
-      nudgeAfterMs: config.nudgeAfterMs,
-      escalateAfterMs: config.escalateAfterMs,
       retentionMs: config.retentionMs,
       alarmRetentionMs: config.alarmRetentionMs,
-      intervalMs: Math.max(config.trackerIntervalMs, 60_000),
-      pruneOnly: { queues },
+      queues,
+      logger,
+    });
+    const intervalMs = Math.max(config.trackerIntervalMs, 60_000);
+    return new Loop({
+      // Its failures are the tracker's retention failing, as where the tracker runs it.
+      name: 'tracker',
+      errorMessage: 'tracker: pass failed; retrying',
+      look: async () => ((await prune.runOnce()).more ? 0 : intervalMs),
+      clock: this.clock,
+      logger,
     });
   }
 

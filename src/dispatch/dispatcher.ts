@@ -45,6 +45,7 @@ import {
 } from '../tracing.js';
 import { decideOutcome } from './outcome.js';
 import { LogLimiter } from './log-limiter.js';
+import { Loop } from './loop.js';
 import type { RetryPolicy } from './retry-policy.js';
 
 /**
@@ -171,9 +172,10 @@ export class Dispatcher {
   };
   #recording: Promise<void> | null = null;
   #flushScheduled = false;
-  #loop: Promise<void> | null = null;
-  #stopping = false;
-  #wake: AbortController = new AbortController();
+  /** The claiming loop: a look claims what is free and sleeps until the next alarm is due. */
+  readonly #loop: Loop;
+  /** Looks in a row that were due yet claimed nothing (see #look). */
+  #emptyClaims = 0;
   #unlisten: (() => Promise<void>) | null = null;
   /** Retry and failure lines: at most 20 of each per 10 s, then a summary (see #logOutcome). */
   readonly #logLimiter: LogLimiter<'retry' | 'failed'>;
@@ -199,6 +201,14 @@ export class Dispatcher {
       options.history === false
         ? { history: false, deleteFired: options.deleteFired ?? false, held: this.#held }
         : { history: true, deleteFired: false };
+    this.#loop = new Loop({
+      name: 'dispatcher',
+      errorMessage: 'dispatcher: claim failed; retrying',
+      look: () => this.#look(),
+      clock: this.#clock,
+      logger: this.#logger,
+      metrics: this.#metrics,
+    });
   }
 
   /** Deliveries under way now. */
@@ -224,8 +234,8 @@ export class Dispatcher {
 
   /** Runs the loop until stop(). */
   async start(): Promise<void> {
-    if (this.#loop) return;
-    this.#stopping = false;
+    if (this.#loop.running) return;
+    this.#emptyClaims = 0;
     // The payload names the queue of the alarm that fell due; '' (a listener that reconnected and
     // may have missed some) concerns every queue.
     const listening = this.#db.listen(dueChannel(this.#db.schema), (queue) => {
@@ -233,11 +243,11 @@ export class Dispatcher {
     });
     // The loop claims what is due while the LISTEN connection is made (a new connection, tens of
     // milliseconds); once it listens, a look again covers what was written in between.
-    this.#loop = this.#run();
+    this.#loop.start();
     try {
       this.#unlisten = await listening;
     } catch (error) {
-      await this.#endLoop();
+      await this.#loop.stop();
       throw error;
     }
     this.#poke();
@@ -248,7 +258,7 @@ export class Dispatcher {
    * and gives their leases back so another worker fires them at once.
    */
   async stop(graceMs = 10_000): Promise<void> {
-    await this.#endLoop();
+    await this.#loop.stop();
     await this.#unlisten?.();
     this.#unlisten = null;
     const running = [...this.#inFlight.values()];
@@ -275,56 +285,33 @@ export class Dispatcher {
     this.#logSummaries(true);
   }
 
-  /** Stops claiming: the loop ends after the look under way. */
-  async #endLoop(): Promise<void> {
-    this.#stopping = true;
-    this.#poke();
-    await this.#loop;
-    this.#loop = null;
-  }
-
   #poke(): void {
-    this.#wake.abort();
+    this.#loop.poke();
   }
 
-  async #run(): Promise<void> {
-    let errorDelayMs = 100;
-    let emptyClaims = 0;
-    while (!this.#stopping) {
-      // Re-arm before looking, not before sleeping: a poke that lands while the claim or the
-      // next-due probe runs (a NOTIFY for a row they may not have seen) must cut the sleep short.
-      if (this.#wake.signal.aborted) this.#wake = new AbortController();
-      this.#logSummaries();
-      try {
-        // The receiver's target is known to be down: claiming now would only spend retries.
-        const holdMs = this.#receiver.holdMs?.() ?? 0;
-        if (holdMs > 0) {
-          await this.#sleep(Math.min(holdMs, this.#pollIntervalMs));
-          continue;
-        }
-        const free = Math.min(this.#batchSize, this.#concurrency - this.inFlight);
-        if (free > 0) {
-          const claims = await this.#claim(free);
-          if (claims.length === free) continue;
-          emptyClaims = claims.length === 0 ? emptyClaims + 1 : 0;
-        }
-        let waitMs = free > 0 ? await this.#untilNextDue() : this.#pollIntervalMs;
-        // Due, yet nothing to claim: rows held by an open transaction (a batch of this worker's,
-        // which pokes the loop when it commits, or another worker's) still look unclaimed. Back
-        // off, doubling, rather than asking every 2 ms while they are held.
-        if (this.#held && emptyClaims > 0 && waitMs <= 2) {
-          waitMs = Math.min(this.#pollIntervalMs, 2 ** emptyClaims);
-        }
-        if (this.#stopping) break;
-        await this.#sleep(waitMs);
-        errorDelayMs = 100;
-      } catch (error) {
-        this.#metrics?.loopErrors.inc({ loop: 'dispatcher' });
-        this.#logger.error({ err: error }, 'dispatcher: claim failed; retrying');
-        await this.#sleep(errorDelayMs);
-        errorDelayMs = Math.min(errorDelayMs * 2, 5_000);
-      }
+  /**
+   * One look of the loop: claims what the free slots allow and resolves with how long to sleep
+   * (0 when the claim came back full: more is due now).
+   */
+  async #look(): Promise<number> {
+    this.#logSummaries();
+    // The receiver's target is known to be down: claiming now would only spend retries.
+    const holdMs = this.#receiver.holdMs?.() ?? 0;
+    if (holdMs > 0) return Math.min(holdMs, this.#pollIntervalMs);
+    const free = Math.min(this.#batchSize, this.#concurrency - this.inFlight);
+    if (free > 0) {
+      const claims = await this.#claim(free);
+      if (claims.length === free) return 0;
+      this.#emptyClaims = claims.length === 0 ? this.#emptyClaims + 1 : 0;
     }
+    let waitMs = free > 0 ? await this.#untilNextDue() : this.#pollIntervalMs;
+    // Due, yet nothing to claim: rows held by an open transaction (a batch of this worker's,
+    // which pokes the loop when it commits, or another worker's) still look unclaimed. Back
+    // off, doubling, rather than asking every 2 ms while they are held.
+    if (this.#held && this.#emptyClaims > 0 && waitMs <= 2) {
+      waitMs = Math.min(this.#pollIntervalMs, 2 ** this.#emptyClaims);
+    }
+    return waitMs;
   }
 
   async #untilNextDue(): Promise<number> {
@@ -332,12 +319,6 @@ export class Dispatcher {
     if (ms === null) return this.#pollIntervalMs;
     // A row another worker is claiming right now still looks unclaimed: do not spin on it.
     return Math.min(this.#pollIntervalMs, Math.max(2, Math.ceil(ms)));
-  }
-
-  /** Sleeps for `ms` or until poked; a poke since the loop last re-armed returns at once. */
-  async #sleep(ms: number): Promise<void> {
-    if (this.#stopping) return;
-    await this.#clock.sleep(ms, this.#wake.signal);
   }
 
   async #claim(limit: number): Promise<Claim<ClaimedAlarm>[]> {
