@@ -26,12 +26,13 @@ import {
   alarmsNextDueMs,
   alarmsRecordOutcomes,
   alarmsRelease,
+  alarmsReleaseUnsent,
   type Claim,
   type Outcome,
   type RecordMode,
 } from '../store/claims.js';
 import type { Db } from '../store/db.js';
-import type { ClaimedAlarm } from '../types.js';
+import type { Alarm, ClaimedAlarm } from '../types.js';
 import type { Delivery, Fire, Receiver } from '../receivers/receiver.js';
 import {
   contextOf,
@@ -150,6 +151,8 @@ export class Dispatcher {
   readonly #leaseMs: number;
   readonly #batchSize: number;
   readonly #concurrency: number;
+  /** The delivery slots one owner may hold at once (see ownerShare). */
+  readonly #ownerShare: number;
   readonly #pollIntervalMs: number;
   readonly #deliveryTimeoutMs: number;
   readonly #retry: RetryPolicy;
@@ -189,6 +192,7 @@ export class Dispatcher {
     this.#leaseMs = options.leaseMs ?? 30_000;
     this.#batchSize = options.batchSize ?? (options.db.kind === 'pglite' ? 100 : 200);
     this.#concurrency = options.concurrency ?? 200;
+    this.#ownerShare = ownerShare(this.#concurrency);
     this.#pollIntervalMs = options.pollIntervalMs ?? 1_000;
     this.#deliveryTimeoutMs = options.deliveryTimeoutMs ?? this.#leaseMs;
     this.#retry = options.retry ?? { baseMs: 1_000, maxMs: 3_600_000 };
@@ -344,11 +348,54 @@ export class Dispatcher {
     if (limit <= 0) return [];
     if (this.#held) return this.#claimHeld(limit);
     const requestedAt = performance.now();
-    const claims = await this.#timed(limit, () =>
-      alarmsClaimDue(this.#db, this.#queue, limit, this.#leaseMs, this.#recordMode.history),
+    const history = this.#recordMode.history;
+    const held = history ? this.#slotsByOwner() : null;
+    const passOver = held ? [...held].filter(([, n]) => n >= this.#ownerShare).map(([owner]) => owner) : [];
+    const claimed = await this.#timed(limit, () =>
+      alarmsClaimDue(this.#db, this.#queue, limit, this.#leaseMs, history, passOver),
     );
+    const { claims, over } = held ? this.#withinShares(claimed, held) : { claims: claimed, over: [] };
     this.#deliverAll(claims, requestedAt, this.#toRecord);
+    if (over.length > 0) {
+      await alarmsReleaseUnsent(
+        this.#db,
+        over.map((c) => ({ alarmId: c.alarm.id, leaseToken: c.leaseToken })),
+      ).catch((error) =>
+        this.#logger.warn(
+          { err: error },
+          'could not release claims past an owner’s share; they lapse by themselves',
+        ),
+      );
+    }
     return claims;
+  }
+
+  /** The delivery slots each owner holds now (coalesced fires hold none). */
+  #slotsByOwner(): Map<string, number> {
+    const held = new Map<string, number>();
+    for (const f of this.#inFlight.values()) {
+      if (f.settled || f.claim.coalesced) continue;
+      const owner = ownerOf(f.claim);
+      held.set(owner, (held.get(owner) ?? 0) + 1);
+    }
+    return held;
+  }
+
+  /** A claim split into what its owners' shares let start now and what goes back (`over`). */
+  #withinShares(
+    claimed: Claim<ClaimedAlarm>[],
+    held: Map<string, number>,
+  ): { claims: Claim<ClaimedAlarm>[]; over: Claim<ClaimedAlarm>[] } {
+    const claims: Claim<ClaimedAlarm>[] = [];
+    const over: Claim<ClaimedAlarm>[] = [];
+    for (const c of claimed) {
+      const n = held.get(ownerOf(c)) ?? 0;
+      if (c.coalesced || n < this.#ownerShare) {
+        if (!c.coalesced) held.set(ownerOf(c), n + 1);
+        claims.push(c);
+      } else over.push(c);
+    }
+    return { claims, over };
   }
 
   /**
@@ -726,6 +773,20 @@ function objectList<T extends object>(): T[] {
   const list: (T | null)[] = [null];
   list.pop();
   return list as T[];
+}
+
+/**
+ * The delivery slots one owner may hold at once on a dispatcher with history (the router's):
+ * a quarter of its concurrency, at least one (50 of the default 200). An owner whose router
+ * hangs holds no more than that; the others' wakes are claimed past its due rows.
+ */
+export function ownerShare(concurrency: number): number {
+  return Math.max(1, Math.ceil(concurrency / 4));
+}
+
+/** The owner of a claim with history (whose alarm is whole). */
+function ownerOf(claim: Claim<ClaimedAlarm>): string {
+  return (claim.alarm as Alarm).ownerDid;
 }
 
 const TIMED_OUT: Delivery = { ok: false, retryable: true, error: 'delivery timed out' };
