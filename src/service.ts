@@ -51,6 +51,17 @@ import { ROUTER_QUEUE } from './types.js';
  */
 const INSERT_CHUNK = 1_000;
 
+/** The API's connections to `DATABASE_URL` (its pool: requests, the key watch, `/readyz`). */
+const API_CONNECTIONS = 20;
+
+/**
+ * The loops' own connections to `DATABASE_URL` (issue 45): the router's dispatcher, the tracker
+ * and any worker claim, record and prune on a pool of their own, so a burst of requests that
+ * takes every connection of the API's pool cannot stop a claim. They hold a connection only for
+ * a statement at a time (a claim, a batch of outcomes), so a few are enough.
+ */
+export const LOOP_CONNECTIONS = 4;
+
 export type { DatabaseStatus } from './store/db.js';
 
 /** A caller's open transaction, as the services take it (`tx` of the library's calls). */
@@ -103,6 +114,8 @@ export class ChronosService {
    */
   readonly db: Db;
   readonly #db: Db;
+  /** The loops' store: a pool of their own on `DATABASE_URL`, else the same as #db. */
+  readonly #loops: Db;
   readonly #metrics: Metrics | undefined;
   #unwatchKeys: (() => Promise<void>) | null = null;
   #started = false;
@@ -114,8 +127,10 @@ export class ChronosService {
     readonly clock: Clock,
     receiver: Receiver,
     metrics: Metrics | undefined,
+    loops: Db,
   ) {
     this.#db = db;
+    this.#loops = loops;
     this.db = db;
     this.#metrics = metrics;
     this.receiver = receiver;
@@ -140,7 +155,7 @@ export class ChronosService {
       logger: logger.child({ component: 'wakes' }),
     });
     this.tracker = new Tracker({
-      db,
+      db: loops,
       clock,
       logger: logger.child({ loop: 'tracker' }),
       metrics,
@@ -220,6 +235,7 @@ export class ChronosService {
     const schema = schemaName(config.schema, 'CHRONOS_SCHEMA');
     const owned = !options.db && !options.pool && !options.pglite;
     const db = options.db ?? (await openStore(config, options, schema, logger));
+    let loops: Db | undefined;
     try {
       if (options.migrate ?? true) {
         const applied = await migrate(db);
@@ -234,8 +250,12 @@ export class ChronosService {
       // Loaded only when used: a library worker needs neither prom-client nor the webhook client.
       const metrics = (options.metrics ?? true) ? new (await import('./metrics.js')).Metrics() : undefined;
       const receiver = options.receiver ?? (await createReceiver(config, logger, clock, metrics));
-      return new ChronosService(config, db, logger, clock, receiver, metrics);
+      // The loops get connections of their own when the service opened the pool itself; an
+      // application's pool and PGlite (one connection, whose statements queue in turn) are shared.
+      loops = owned && db instanceof PgDb ? connectPg(config, schema, LOOP_CONNECTIONS) : db;
+      return new ChronosService(config, db, logger, clock, receiver, metrics, loops);
     } catch (error) {
+      if (loops && loops !== db) await loops.close();
       if (owned) await db.close();
       throw error;
     }
@@ -274,7 +294,7 @@ export class ChronosService {
   ): Dispatcher {
     const { config } = this;
     return new Dispatcher({
-      db: this.#db,
+      db: this.#loops,
       queue,
       ...delivery,
       clock: this.clock,
@@ -294,7 +314,7 @@ export class ChronosService {
   pruner(queues: readonly string[]): Tracker {
     const { config } = this;
     return new Tracker({
-      db: this.#db,
+      db: this.#loops,
       clock: this.clock,
       logger: this.logger.child({ loop: 'pruner' }),
       nudgeAfterMs: config.nudgeAfterMs,
@@ -343,6 +363,7 @@ export class ChronosService {
     await this.stop();
     await this.receiver.close?.();
     await this.tracker.close();
+    if (this.#loops !== this.#db) await this.#loops.close();
     await this.#db.close();
   }
 
@@ -394,13 +415,7 @@ async function openStore(
       DATABASE_URL: hostEventLog(logger, 'DATABASE_URL'),
       CHRONOS_LISTEN_URL: hostEventLog(logger, 'CHRONOS_LISTEN_URL'),
     };
-    return PgDb.connect(config.databaseUrl, 20, {
-      // A request fails (the API answers 503) instead of hanging while the database is away.
-      connectionTimeoutMillis: config.dbConnectTimeoutMs,
-      schema,
-      ...reach,
-      onHostEvent: (event, url) => hostLog[url](event),
-    });
+    return connectPg(config, schema, API_CONNECTIONS, (event, url) => hostLog[url](event));
   }
   // PGlite is loaded only for the embedded store.
   const { openEmbedded } = await import('./store/embedded.js');
@@ -408,6 +423,23 @@ async function openStore(
     lock: options.lock,
     schema,
     sharedBuffersMB: config.embeddedSharedBuffersMB,
+  });
+}
+
+/** A pool of `max` connections to `DATABASE_URL`; `onHostEvent` logs a multi-host URL's changes. */
+function connectPg(
+  config: Config,
+  schema: string,
+  max: number,
+  onHostEvent?: NonNullable<Parameters<typeof PgDb.connect>[2]>['onHostEvent'],
+): PgDb {
+  return PgDb.connect(config.databaseUrl!, max, {
+    // A request fails (the API answers 503) instead of hanging while the database is away.
+    connectionTimeoutMillis: config.dbConnectTimeoutMs,
+    schema,
+    pooler: config.dbPooler,
+    listenUrl: config.listenUrl,
+    onHostEvent,
   });
 }
 

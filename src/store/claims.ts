@@ -18,6 +18,7 @@ import { alarmColumns, toAlarm, type AlarmRow } from './alarms.js';
 import { arrayLiteral, sql, textElement, type Executor } from './db.js';
 import { RawJson } from '../json.js';
 import { DEFAULT_MAX_FAILURES, type Alarm, type AlarmStatus, type ClaimedAlarm } from '../types.js';
+import { capLastError } from './last-error.js';
 
 const ALARM_COLUMNS = alarmColumns('c');
 
@@ -605,7 +606,7 @@ async function recordOutcomes(
   const nextFires = bare((o) => o.nextFireAt.getTime());
   const scheduled = bare((o) => o.scheduledFor.getTime());
   const failures = bare((o) => o.failureCount);
-  const errors = text((o) => o.lastError);
+  const errors = text((o) => capLastError(o.lastError));
   const lastFired = bare((o) => o.lastFiredAt?.getTime() ?? null);
   // The untracked statement's parameters, in its order; the one with history adds the wake's.
   const onAlarm = [
