@@ -252,7 +252,8 @@ export class ChronosService {
       const receiver = options.receiver ?? (await createReceiver(config, logger, clock, metrics));
       // The loops get connections of their own when the service opened the pool itself; an
       // application's pool and PGlite (one connection, whose statements queue in turn) are shared.
-      loops = owned && db instanceof PgDb ? connectPg(config, schema, LOOP_CONNECTIONS) : db;
+      loops =
+        owned && db instanceof PgDb ? connectPg(config, schema, LOOP_CONNECTIONS).listenThrough(db) : db;
       return new ChronosService(config, db, logger, clock, receiver, metrics, loops);
     } catch (error) {
       if (loops && loops !== db) await loops.close();

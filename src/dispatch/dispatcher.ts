@@ -26,6 +26,7 @@ import {
   alarmsNextDueMs,
   alarmsRecordOutcomes,
   alarmsRelease,
+  alarmsOthersDue,
   alarmsReleaseUnsent,
   type Claim,
   type Outcome,
@@ -350,11 +351,22 @@ export class Dispatcher {
     const requestedAt = performance.now();
     const history = this.#recordMode.history;
     const held = history ? this.#slotsByOwner() : null;
-    const passOver = held ? [...held].filter(([, n]) => n >= this.#ownerShare).map(([owner]) => owner) : [];
+    // The share holds an owner back only while another owner has something due: slots nobody
+    // else wants are not left idle, so a lone owner's burst goes out at the full concurrency.
+    const atShare = held ? [...held].filter(([, n]) => n >= this.#ownerShare).map(([owner]) => owner) : [];
+    const passOver = atShare.length > 0 && (await this.#othersDue(atShare)) ? atShare : [];
     const claimed = await this.#timed(limit, () =>
       alarmsClaimDue(this.#db, this.#queue, limit, this.#leaseMs, history, passOver),
     );
-    const { claims, over } = held ? this.#withinShares(claimed, held) : { claims: claimed, over: [] };
+    let { claims, over } = held ? this.#withinShares(claimed, held) : { claims: claimed, over: [] };
+    // A claim short of its limit took everything due outside the owners it passed over.
+    if (over.length > 0) {
+      const busy = [...passOver, ...new Set(over.map(ownerOf))];
+      if (claimed.length < limit || !(await this.#othersDue(busy))) {
+        claims = claims.concat(over);
+        over = [];
+      }
+    }
     this.#deliverAll(claims, requestedAt, this.#toRecord);
     if (over.length > 0) {
       await alarmsReleaseUnsent(
@@ -368,6 +380,11 @@ export class Dispatcher {
       );
     }
     return claims;
+  }
+
+  /** Whether an owner other than `owners` has a due alarm nobody holds (a failed look says yes). */
+  async #othersDue(owners: readonly string[]): Promise<boolean> {
+    return alarmsOthersDue(this.#db, this.#queue, this.#leaseMs, owners).catch(() => true);
   }
 
   /** The delivery slots each owner holds now (coalesced fires hold none). */

@@ -697,6 +697,33 @@ export async function alarmsReleaseUnsent(
   await ex.query(releaseUnsent, [leases.map((l) => l.alarmId), leases.map((l) => l.leaseToken)]);
 }
 
+// Whether an owner not in $3 has an alarm due on the queue that no lease holds: the dispatcher
+// asks before it holds an owner to its share of the delivery slots (the share yields to nobody
+// else's work otherwise).
+const othersDue = sql(
+  'alarms_others_due',
+  `SELECT EXISTS (
+     SELECT 1 FROM chronos.alarms
+     WHERE (status = 'active' OR trigger = 'manual') AND queue = $1 AND next_fire_at <= now()
+       AND (claimed_at IS NULL OR claimed_at <= now() - $2::int * interval '1 millisecond')
+       AND owner_did <> ALL($3::text[])
+   ) AS waiting`,
+);
+
+export async function alarmsOthersDue(
+  ex: Executor,
+  queue: string,
+  leaseMs: number,
+  owners: readonly string[],
+): Promise<boolean> {
+  const [row] = await ex.query<{ waiting: boolean }>(othersDue, [
+    queue,
+    Math.round(leaseMs),
+    arrayLiteral(owners, textElement),
+  ]);
+  return row?.waiting === true;
+}
+
 // Milliseconds from the database's now() to the earliest unclaimed active alarm (index-only
 // walk of alarms_claim_idx), or null when nothing waits. Lapsed leases are found by the poll.
 const nextDue = sql(
