@@ -39,6 +39,7 @@ import {
 } from './store/db.js';
 import type { LockInfo } from './store/embedded.js';
 import { migrate, pendingMigrations } from './store/migrate.js';
+import { alarmsRepairedByLimits, STORED_LIMITS_MIGRATION } from './store/stored-repairs.js';
 import { hostEventLog } from './store/multi-host.js';
 import { readOnlyReason, serverSettingsWarning } from './store/server-settings.js';
 import { Tracker } from './tracker/tracker.js';
@@ -237,9 +238,12 @@ export class ChronosService {
     const db = options.db ?? (await openStore(config, options, schema, logger));
     let loops: Db | undefined;
     try {
+      // Loaded only when used: a library worker needs neither prom-client nor the webhook client.
+      const metrics = (options.metrics ?? true) ? new (await import('./metrics.js')).Metrics() : undefined;
       if (options.migrate ?? true) {
         const applied = await migrate(db);
         if (applied.length > 0) logger.info({ applied, schema }, 'migrations applied');
+        await reportStoredRepairs(db, applied, logger, metrics);
       }
       // The embedded store runs single-user: PostgreSQL's autovacuum never runs there, and
       // PGlite plans every statement anew.
@@ -247,8 +251,6 @@ export class ChronosService {
       if (warning) logger.warn(warning);
       if (db instanceof PgDb) logPooling(db, config, logger);
       const clock = options.clock ?? systemClock;
-      // Loaded only when used: a library worker needs neither prom-client nor the webhook client.
-      const metrics = (options.metrics ?? true) ? new (await import('./metrics.js')).Metrics() : undefined;
       const receiver = options.receiver ?? (await createReceiver(config, logger, clock, metrics));
       // The loops get connections of their own when the service opened the pool itself; an
       // application's pool and PGlite (one connection, whose statements queue in turn) are shared.
@@ -442,6 +444,27 @@ function connectPg(
     listenUrl: config.listenUrl,
     onHostEvent,
   });
+}
+
+/**
+ * After the migration that repairs rows stored past the payload limits ran: a warning naming the
+ * alarms it failed (the first 20 ids) and the count on `chronos_stored_rows_repaired_total`.
+ */
+export async function reportStoredRepairs(
+  db: Db,
+  applied: readonly string[],
+  logger: Logger,
+  metrics: Metrics | undefined,
+): Promise<void> {
+  if (!applied.includes(STORED_LIMITS_MIGRATION)) return;
+  const ids = await alarmsRepairedByLimits(db);
+  if (ids.length === 0) return;
+  metrics?.storedRepairs.inc(ids.length);
+  logger.warn(
+    { count: ids.length, alarms: ids.slice(0, 20) },
+    `${ids.length} alarm(s) were stored past the payload limits (64 KiB or 64 levels as stored): ` +
+      'each was failed if live, its payload replaced by {} and its last_error says what was there',
+  );
 }
 
 /** Says once how statements and notifications travel when a pooler is in the way. */
