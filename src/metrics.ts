@@ -36,6 +36,12 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly storedRepairs = new Counter({
+    name: 'chronos_stored_rows_repaired_total',
+    help: 'Alarms a migration found stored past the payload limits: failed if live, payload replaced by {}.',
+    registers: [this.registry],
+  });
+
   readonly claims = new Counter({
     name: 'chronos_claimed_total',
     help: 'Alarms claimed by this instance.',

@@ -40,6 +40,7 @@ import {
 } from './store/db.js';
 import type { LockInfo } from './store/embedded.js';
 import { migrate, pendingMigrations } from './store/migrate.js';
+import { alarmsRepairedByLimits, STORED_LIMITS_MIGRATION } from './store/stored-repairs.js';
 import { hostEventLog } from './store/multi-host.js';
 import { readOnlyReason, serverSettingsWarning } from './store/server-settings.js';
 import { PruneStage } from './tracker/prune.js';
@@ -52,6 +53,17 @@ import { ROUTER_QUEUE } from './types.js';
  * (bench/schedule-many.ts), 1,000 was fastest at both sizes.
  */
 const INSERT_CHUNK = 1_000;
+
+/** The API's connections to `DATABASE_URL` (its pool: requests, the key watch, `/readyz`). */
+const API_CONNECTIONS = 20;
+
+/**
+ * The loops' own connections to `DATABASE_URL` (issue 45): the router's dispatcher, the tracker
+ * and any worker claim, record and prune on a pool of their own, so a burst of requests that
+ * takes every connection of the API's pool cannot stop a claim. They hold a connection only for
+ * a statement at a time (a claim, a batch of outcomes), so a few are enough.
+ */
+export const LOOP_CONNECTIONS = 4;
 
 export type { DatabaseStatus } from './store/db.js';
 
@@ -105,6 +117,8 @@ export class ChronosService {
    */
   readonly db: Db;
   readonly #db: Db;
+  /** The loops' store: a pool of their own on `DATABASE_URL`, else the same as #db. */
+  readonly #loops: Db;
   readonly #metrics: Metrics | undefined;
   #unwatchKeys: (() => Promise<void>) | null = null;
   #started = false;
@@ -116,8 +130,10 @@ export class ChronosService {
     readonly clock: Clock,
     receiver: Receiver,
     metrics: Metrics | undefined,
+    loops: Db,
   ) {
     this.#db = db;
+    this.#loops = loops;
     this.db = db;
     this.#metrics = metrics;
     this.receiver = receiver;
@@ -142,7 +158,7 @@ export class ChronosService {
       logger: logger.child({ component: 'wakes' }),
     });
     this.tracker = new Tracker({
-      db,
+      db: loops,
       clock,
       logger: logger.child({ loop: 'tracker' }),
       metrics,
@@ -222,10 +238,14 @@ export class ChronosService {
     const schema = schemaName(config.schema, 'CHRONOS_SCHEMA');
     const owned = !options.db && !options.pool && !options.pglite;
     const db = options.db ?? (await openStore(config, options, schema, logger));
+    let loops: Db | undefined;
     try {
+      // Loaded only when used: a library worker needs neither prom-client nor the webhook client.
+      const metrics = (options.metrics ?? true) ? new (await import('./metrics.js')).Metrics() : undefined;
       if (options.migrate ?? true) {
         const applied = await migrate(db);
         if (applied.length > 0) logger.info({ applied, schema }, 'migrations applied');
+        await reportStoredRepairs(db, applied, logger, metrics);
       }
       // The embedded store runs single-user: PostgreSQL's autovacuum never runs there, and
       // PGlite plans every statement anew.
@@ -233,11 +253,14 @@ export class ChronosService {
       if (warning) logger.warn(warning);
       if (db instanceof PgDb) logPooling(db, config, logger);
       const clock = options.clock ?? systemClock;
-      // Loaded only when used: a library worker needs neither prom-client nor the webhook client.
-      const metrics = (options.metrics ?? true) ? new (await import('./metrics.js')).Metrics() : undefined;
       const receiver = options.receiver ?? (await createReceiver(config, logger, clock, metrics));
-      return new ChronosService(config, db, logger, clock, receiver, metrics);
+      // The loops get connections of their own when the service opened the pool itself; an
+      // application's pool and PGlite (one connection, whose statements queue in turn) are shared.
+      loops =
+        owned && db instanceof PgDb ? connectPg(config, schema, LOOP_CONNECTIONS).listenThrough(db) : db;
+      return new ChronosService(config, db, logger, clock, receiver, metrics, loops);
     } catch (error) {
+      if (loops && loops !== db) await loops.close();
       if (owned) await db.close();
       throw error;
     }
@@ -276,7 +299,7 @@ export class ChronosService {
   ): Dispatcher {
     const { config } = this;
     return new Dispatcher({
-      db: this.#db,
+      db: this.#loops,
       queue,
       ...delivery,
       clock: this.clock,
@@ -298,7 +321,7 @@ export class ChronosService {
     const { config } = this;
     const logger = this.logger.child({ loop: 'pruner' });
     const prune = new PruneStage({
-      db: this.#db,
+      db: this.#loops,
       retentionMs: config.retentionMs,
       alarmRetentionMs: config.alarmRetentionMs,
       queues,
@@ -352,6 +375,7 @@ export class ChronosService {
     await this.stop();
     await this.receiver.close?.();
     await this.tracker.close();
+    if (this.#loops !== this.#db) await this.#loops.close();
     await this.#db.close();
   }
 
@@ -403,13 +427,7 @@ async function openStore(
       DATABASE_URL: hostEventLog(logger, 'DATABASE_URL'),
       CHRONOS_LISTEN_URL: hostEventLog(logger, 'CHRONOS_LISTEN_URL'),
     };
-    return PgDb.connect(config.databaseUrl, 20, {
-      // A request fails (the API answers 503) instead of hanging while the database is away.
-      connectionTimeoutMillis: config.dbConnectTimeoutMs,
-      schema,
-      ...reach,
-      onHostEvent: (event, url) => hostLog[url](event),
-    });
+    return connectPg(config, schema, API_CONNECTIONS, (event, url) => hostLog[url](event));
   }
   // PGlite is loaded only for the embedded store.
   const { openEmbedded } = await import('./store/embedded.js');
@@ -418,6 +436,44 @@ async function openStore(
     schema,
     sharedBuffersMB: config.embeddedSharedBuffersMB,
   });
+}
+
+/** A pool of `max` connections to `DATABASE_URL`; `onHostEvent` logs a multi-host URL's changes. */
+function connectPg(
+  config: Config,
+  schema: string,
+  max: number,
+  onHostEvent?: NonNullable<Parameters<typeof PgDb.connect>[2]>['onHostEvent'],
+): PgDb {
+  return PgDb.connect(config.databaseUrl!, max, {
+    // A request fails (the API answers 503) instead of hanging while the database is away.
+    connectionTimeoutMillis: config.dbConnectTimeoutMs,
+    schema,
+    pooler: config.dbPooler,
+    listenUrl: config.listenUrl,
+    onHostEvent,
+  });
+}
+
+/**
+ * After the migration that repairs rows stored past the payload limits ran: a warning naming the
+ * alarms it failed (the first 20 ids) and the count on `chronos_stored_rows_repaired_total`.
+ */
+export async function reportStoredRepairs(
+  db: Db,
+  applied: readonly string[],
+  logger: Logger,
+  metrics: Metrics | undefined,
+): Promise<void> {
+  if (!applied.includes(STORED_LIMITS_MIGRATION)) return;
+  const ids = await alarmsRepairedByLimits(db);
+  if (ids.length === 0) return;
+  metrics?.storedRepairs.inc(ids.length);
+  logger.warn(
+    { count: ids.length, alarms: ids.slice(0, 20) },
+    `${ids.length} alarm(s) were stored past the payload limits (64 KiB or 64 levels as stored): ` +
+      'each was failed if live, its payload replaced by {} and its last_error says what was there',
+  );
 }
 
 /** Says once how statements and notifications travel when a pooler is in the way. */

@@ -26,12 +26,14 @@ import {
   alarmsNextDueMs,
   alarmsRecordOutcomes,
   alarmsRelease,
+  alarmsOthersDue,
+  alarmsReleaseUnsent,
   type Claim,
   type Outcome,
   type RecordMode,
 } from '../store/claims.js';
 import type { Db } from '../store/db.js';
-import type { ClaimedAlarm } from '../types.js';
+import type { Alarm, ClaimedAlarm } from '../types.js';
 import type { Delivery, Fire, Receiver } from '../receivers/receiver.js';
 import {
   contextOf,
@@ -151,6 +153,8 @@ export class Dispatcher {
   readonly #leaseMs: number;
   readonly #batchSize: number;
   readonly #concurrency: number;
+  /** The delivery slots one owner may hold at once (see ownerShare). */
+  readonly #ownerShare: number;
   readonly #pollIntervalMs: number;
   readonly #deliveryTimeoutMs: number;
   readonly #retry: RetryPolicy;
@@ -191,6 +195,7 @@ export class Dispatcher {
     this.#leaseMs = options.leaseMs ?? 30_000;
     this.#batchSize = options.batchSize ?? (options.db.kind === 'pglite' ? 100 : 200);
     this.#concurrency = options.concurrency ?? 200;
+    this.#ownerShare = ownerShare(this.#concurrency);
     this.#pollIntervalMs = options.pollIntervalMs ?? 1_000;
     this.#deliveryTimeoutMs = options.deliveryTimeoutMs ?? this.#leaseMs;
     this.#retry = options.retry ?? { baseMs: 1_000, maxMs: 3_600_000 };
@@ -325,11 +330,70 @@ export class Dispatcher {
     if (limit <= 0) return [];
     if (this.#held) return this.#claimHeld(limit);
     const requestedAt = performance.now();
-    const claims = await this.#timed(limit, () =>
-      alarmsClaimDue(this.#db, this.#queue, limit, this.#leaseMs, this.#recordMode.history),
+    const history = this.#recordMode.history;
+    const held = history ? this.#slotsByOwner() : null;
+    // The share holds an owner back only while another owner has something due: slots nobody
+    // else wants are not left idle, so a lone owner's burst goes out at the full concurrency.
+    const atShare = held ? [...held].filter(([, n]) => n >= this.#ownerShare).map(([owner]) => owner) : [];
+    const passOver = atShare.length > 0 && (await this.#othersDue(atShare)) ? atShare : [];
+    const claimed = await this.#timed(limit, () =>
+      alarmsClaimDue(this.#db, this.#queue, limit, this.#leaseMs, history, passOver),
     );
+    let { claims, over } = held ? this.#withinShares(claimed, held) : { claims: claimed, over: [] };
+    // A claim short of its limit took everything due outside the owners it passed over.
+    if (over.length > 0) {
+      const busy = [...passOver, ...new Set(over.map(ownerOf))];
+      if (claimed.length < limit || !(await this.#othersDue(busy))) {
+        claims = claims.concat(over);
+        over = [];
+      }
+    }
     this.#deliverAll(claims, requestedAt, this.#toRecord);
+    if (over.length > 0) {
+      await alarmsReleaseUnsent(
+        this.#db,
+        over.map((c) => ({ alarmId: c.alarm.id, leaseToken: c.leaseToken })),
+      ).catch((error) =>
+        this.#logger.warn(
+          { err: error },
+          'could not release claims past an owner’s share; they lapse by themselves',
+        ),
+      );
+    }
     return claims;
+  }
+
+  /** Whether an owner other than `owners` has a due alarm nobody holds (a failed look says yes). */
+  async #othersDue(owners: readonly string[]): Promise<boolean> {
+    return alarmsOthersDue(this.#db, this.#queue, this.#leaseMs, owners).catch(() => true);
+  }
+
+  /** The delivery slots each owner holds now (coalesced fires hold none). */
+  #slotsByOwner(): Map<string, number> {
+    const held = new Map<string, number>();
+    for (const f of this.#inFlight.values()) {
+      if (f.settled || f.claim.coalesced) continue;
+      const owner = ownerOf(f.claim);
+      held.set(owner, (held.get(owner) ?? 0) + 1);
+    }
+    return held;
+  }
+
+  /** A claim split into what its owners' shares let start now and what goes back (`over`). */
+  #withinShares(
+    claimed: Claim<ClaimedAlarm>[],
+    held: Map<string, number>,
+  ): { claims: Claim<ClaimedAlarm>[]; over: Claim<ClaimedAlarm>[] } {
+    const claims: Claim<ClaimedAlarm>[] = [];
+    const over: Claim<ClaimedAlarm>[] = [];
+    for (const c of claimed) {
+      const n = held.get(ownerOf(c)) ?? 0;
+      if (c.coalesced || n < this.#ownerShare) {
+        if (!c.coalesced) held.set(ownerOf(c), n + 1);
+        claims.push(c);
+      } else over.push(c);
+    }
+    return { claims, over };
   }
 
   /**
@@ -707,6 +771,20 @@ function objectList<T extends object>(): T[] {
   const list: (T | null)[] = [null];
   list.pop();
   return list as T[];
+}
+
+/**
+ * The delivery slots one owner may hold at once on a dispatcher with history (the router's):
+ * a quarter of its concurrency, at least one (50 of the default 200). An owner whose router
+ * hangs holds no more than that; the others' wakes are claimed past its due rows.
+ */
+export function ownerShare(concurrency: number): number {
+  return Math.max(1, Math.ceil(concurrency / 4));
+}
+
+/** The owner of a claim with history (whose alarm is whole). */
+function ownerOf(claim: Claim<ClaimedAlarm>): string {
+  return (claim.alarm as Alarm).ownerDid;
 }
 
 const TIMED_OUT: Delivery = { ok: false, retryable: true, error: 'delivery timed out' };

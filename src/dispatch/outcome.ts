@@ -17,6 +17,7 @@ import type { Claim, Outcome } from '../store/claims.js';
 import type { ClaimedAlarm } from '../types.js';
 import type { Delivery } from '../receivers/receiver.js';
 import { retryDelayMs, type RetryPolicy } from './retry-policy.js';
+import { capLastError } from '../store/last-error.js';
 
 export interface OutcomeTimes {
   startedAt: Date;
@@ -61,7 +62,7 @@ export function decideOutcome(
   // again (the receiver holds deliveries meanwhile) without spending a retry.
   const spent = delivery.unreachable ? 0 : 1;
   const failureCount = alarm.failureCount + spent;
-  const lastError = delivery.error.slice(0, 1_000);
+  const lastError = capLastError(delivery.error);
   if (delivery.retryable && (spent === 0 || failureCount < alarm.maxFailures)) {
     // An outage's retries back off by the attempts made, as the failures that count do.
     const delay = retryDelayMs(

@@ -24,6 +24,7 @@ import {
   sqlState,
   sql,
   textElement,
+  type Db,
   type Executor,
   type PruneBatch,
   type Statement,
@@ -312,8 +313,8 @@ const NO_QUOTAS: InsertQuotas = { ownerDid: '', maxActiveAlarms: 0, createRatePe
  * Creates alarms, in order, in one statement (see `insertMany`), within one owner's quotas when
  * given. An alarm whose owner already used its idempotency key is not written: its result is the
  * existing alarm with `deduped: true` (a key given twice in one batch: the first one's alarm).
- * Concurrent creates by one owner may each see the last free slot: a quota can be overshot by
- * the number of creates racing for it, never more.
+ * Under quotas the insert runs holding the owner's quota lock (see ownerQuotaLock), so
+ * concurrent creates of one owner, on any number of instances, never overshoot them.
  *
  * Without quotas, a batch larger than `chunk` goes as several statements of `chunk` alarms, one
  * at a time, each built while PostgreSQL runs the one before it and each answer read while it
@@ -328,9 +329,51 @@ export async function alarmsInsert(
   notifyHorizonMs: number,
   quotas: InsertQuotas = NO_QUOTAS,
 ): Promise<InsertResult> {
-  const n = alarms.length;
-  if (n === 0) return { results: [] };
+  if (alarms.length === 0) return { results: [] };
   const quotaOwner = quotas.maxActiveAlarms > 0 || quotas.createRatePerMinute > 0 ? quotas.ownerDid : null;
+  if (quotaOwner === null) return insertChecked(ex, alarms, source, notifyHorizonMs, quotas, null);
+  return underOwnerLock(ex, quotaOwner, (tx) =>
+    insertChecked(tx, alarms, source, notifyHorizonMs, quotas, quotaOwner),
+  );
+}
+
+// The owner's quota lock: a transaction-scoped advisory lock on (this schema, the owner), taken
+// before the statement that counts the owner's alarms and writes, and held until its commit. A
+// statement sees what was committed when it started, so the lock must be a statement of its
+// own: every create, batch and retry of one owner that counts a quota then counts what the one
+// before it committed, on any number of instances (`'chronos_` names this schema's lock, as
+// inSchema rewrites it). Other owners are not held up.
+const ownerQuotaLock = sql(
+  'alarms_owner_quota_lock',
+  `SELECT pg_advisory_xact_lock(hashtext('chronos_quota'), hashtext($1::text))`,
+);
+
+/**
+ * Runs `fn` in a transaction holding the owner's quota lock: on `ex` itself when it is one
+ * transaction's connection (the caller's), else in a transaction of its own.
+ */
+async function underOwnerLock<T>(
+  ex: Executor,
+  ownerDid: string,
+  fn: (tx: Executor) => Promise<T>,
+): Promise<T> {
+  const run = async (tx: Executor) => {
+    await tx.query(ownerQuotaLock, [ownerDid]);
+    return fn(tx);
+  };
+  const db = ex as Partial<Db>;
+  return typeof db.transaction === 'function' ? db.transaction(run) : run(ex);
+}
+
+async function insertChecked(
+  ex: Executor,
+  alarms: readonly NewAlarm[],
+  source: AlarmSource,
+  notifyHorizonMs: number,
+  quotas: InsertQuotas,
+  quotaOwner: string | null,
+): Promise<InsertResult> {
+  const n = alarms.length;
   const batch = buildInsert(alarms, source, notifyHorizonMs, quotas, quotaOwner);
   const [first] = await ex.query<InsertAnswer>(batch.statement, batch.params);
   if (first!.inserted === 0) {
@@ -1019,7 +1062,9 @@ export function alarmsRetry(
   id: string,
   maxActiveAlarms: number,
 ): Promise<Alarm | null> {
-  return updateOne(ex, { id: retry, key: retry }, ownerDid, { id }, [maxActiveAlarms]);
+  const statement = { id: retry, key: retry };
+  if (maxActiveAlarms <= 0) return updateOne(ex, statement, ownerDid, { id }, [0]);
+  return underOwnerLock(ex, ownerDid, (tx) => updateOne(tx, statement, ownerDid, { id }, [maxActiveAlarms]));
 }
 
 // One UPDATE for all of them: an owner's active and paused alarms matching every filter given

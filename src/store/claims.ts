@@ -18,6 +18,7 @@ import { alarmColumns, toAlarm, type AlarmRow } from './alarms.js';
 import { arrayLiteral, sql, textElement, type Executor } from './db.js';
 import { RawJson } from '../json.js';
 import { DEFAULT_MAX_FAILURES, type Alarm, type AlarmStatus, type ClaimedAlarm } from '../types.js';
+import { capLastError } from './last-error.js';
 
 const ALARM_COLUMNS = alarmColumns('c');
 
@@ -52,18 +53,28 @@ const claimUpdate = (
   wakeId: string,
   extra = '',
   leaseToken = '(SELECT gen_random_uuid())',
+  ownerFilter = '',
 ) => `UPDATE chronos.alarms a
      SET claimed_at = now(), lease_token = ${leaseToken}, wake_id = coalesce(a.wake_id, ${wakeId}),
        fire_attempts = CASE WHEN a.wake_id IS NULL THEN 1 ELSE a.fire_attempts + 1 END
      WHERE a.ctid = ANY(ARRAY(
        SELECT ctid FROM chronos.alarms
        WHERE (status = 'active' OR trigger = 'manual') AND queue = $3 AND next_fire_at <= now()
-         AND (claimed_at IS NULL OR claimed_at <= now() - $2::int * interval '1 millisecond')
+         AND (claimed_at IS NULL OR claimed_at <= now() - $2::int * interval '1 millisecond')${ownerFilter}
        ORDER BY next_fire_at
        LIMIT $1
        FOR UPDATE SKIP LOCKED))${extra}`;
 
-const CLAIM = claimUpdate('gen_random_uuid()');
+// The router's claim passes over the owners named in $4 (those at their share of the dispatcher's
+// delivery slots, issue 45): a filter on the rows the index scan walks, not another statement;
+// `{}` (the usual case) passes over nobody.
+const CLAIM = claimUpdate(
+  'gen_random_uuid()',
+  '',
+  undefined,
+  `
+         AND owner_did <> ALL($4::text[])`,
+);
 
 const claim = sql(
   'alarms_claim_due',
@@ -278,6 +289,7 @@ export async function alarmsClaimDue(
   limit: number,
   leaseMs: number,
   history?: true,
+  passOver?: readonly string[],
 ): Promise<Claim[]>;
 export async function alarmsClaimDue(
   ex: Executor,
@@ -285,6 +297,7 @@ export async function alarmsClaimDue(
   limit: number,
   leaseMs: number,
   history: boolean,
+  passOver?: readonly string[],
 ): Promise<Claim<ClaimedAlarm>[]>;
 export async function alarmsClaimDue(
   ex: Executor,
@@ -292,6 +305,7 @@ export async function alarmsClaimDue(
   limit: number,
   leaseMs: number,
   history = true,
+  passOver: readonly string[] = [],
 ): Promise<Claim<ClaimedAlarm>[]> {
   const values = [limit, Math.round(leaseMs), queue];
   if (!history) {
@@ -300,7 +314,7 @@ export async function alarmsClaimDue(
     const rows = await ex.query<UntrackedClaimRow>(claimUntracked, [...values, leaseToken]);
     return rows.map((row) => untrackedClaim(row, leaseToken));
   }
-  const rows = await ex.query<ClaimRow>(claim, values);
+  const rows = await ex.query<ClaimRow>(claim, [...values, arrayLiteral(passOver, textElement)]);
   return rows.map((row) => ({
     alarm: toAlarm(row),
     row: '',
@@ -592,7 +606,7 @@ async function recordOutcomes(
   const nextFires = bare((o) => o.nextFireAt.getTime());
   const scheduled = bare((o) => o.scheduledFor.getTime());
   const failures = bare((o) => o.failureCount);
-  const errors = text((o) => o.lastError);
+  const errors = text((o) => capLastError(o.lastError));
   const lastFired = bare((o) => o.lastFiredAt?.getTime() ?? null);
   // The untracked statement's parameters, in its order; the one with history adds the wake's.
   const onAlarm = [
@@ -656,6 +670,58 @@ export async function alarmsRelease(
 ): Promise<void> {
   if (leases.length === 0) return;
   await ex.query(release, [leases.map((l) => l.alarmId), leases.map((l) => l.leaseToken)]);
+}
+
+// Gives back claims that were not sent (an owner past its share of the delivery slots): the
+// lease, and the attempt the claim counted on the alarm and its wake, so the next claim of the
+// row counts it as the attempt it is.
+const releaseUnsent = sql(
+  'alarms_release_unsent',
+  `WITH released AS (
+     UPDATE chronos.alarms a SET claimed_at = NULL, lease_token = NULL,
+       fire_attempts = greatest(a.fire_attempts - 1, 0)
+     FROM unnest($1::uuid[], $2::uuid[]) AS o(id, lease_token)
+     WHERE a.id = o.id AND a.lease_token = o.lease_token
+     RETURNING a.wake_id
+   )
+   UPDATE chronos.wakes w SET attempts = greatest(w.attempts - 1, 0)
+   FROM released r WHERE w.id = r.wake_id`,
+);
+
+/** Releases claims never sent, as if they had not been claimed (see releaseUnsent). */
+export async function alarmsReleaseUnsent(
+  ex: Executor,
+  leases: readonly { alarmId: string; leaseToken: string }[],
+): Promise<void> {
+  if (leases.length === 0) return;
+  await ex.query(releaseUnsent, [leases.map((l) => l.alarmId), leases.map((l) => l.leaseToken)]);
+}
+
+// Whether an owner not in $3 has an alarm due on the queue that no lease holds: the dispatcher
+// asks before it holds an owner to its share of the delivery slots (the share yields to nobody
+// else's work otherwise).
+const othersDue = sql(
+  'alarms_others_due',
+  `SELECT EXISTS (
+     SELECT 1 FROM chronos.alarms
+     WHERE (status = 'active' OR trigger = 'manual') AND queue = $1 AND next_fire_at <= now()
+       AND (claimed_at IS NULL OR claimed_at <= now() - $2::int * interval '1 millisecond')
+       AND owner_did <> ALL($3::text[])
+   ) AS waiting`,
+);
+
+export async function alarmsOthersDue(
+  ex: Executor,
+  queue: string,
+  leaseMs: number,
+  owners: readonly string[],
+): Promise<boolean> {
+  const [row] = await ex.query<{ waiting: boolean }>(othersDue, [
+    queue,
+    Math.round(leaseMs),
+    arrayLiteral(owners, textElement),
+  ]);
+  return row?.waiting === true;
 }
 
 // Milliseconds from the database's now() to the earliest unclaimed active alarm (index-only

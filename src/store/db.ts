@@ -324,6 +324,8 @@ export class PgDb implements Db {
   readonly #ownsPool: boolean;
   /** The LISTEN connection every listener shares, made by the first (see PgListener). */
   #listener: PgListener | null = null;
+  /** Another store on the same database whose LISTEN connection this one uses (see listenThrough). */
+  #listenThrough: PgDb | null = null;
   /** False behind a transaction pooler: statements go unnamed. */
   readonly named: boolean;
   readonly #reach: PgDbReach;
@@ -444,11 +446,21 @@ export class PgDb implements Db {
    * work, and this resolves to a no-op.
    */
   async listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>> {
+    if (this.#listenThrough) return this.#listenThrough.listen(channel, onNotify);
     const connect = this.#listenConnect();
     if (!connect) return async () => {};
     const listener = (this.#listener ??= new PgListener(connect));
     await listener.add(channel, onNotify);
     return () => listener.remove(channel, onNotify);
+  }
+
+  /**
+   * Listens through `other`'s LISTEN connection instead of one of its own: a second pool on the
+   * same database (the loops') adds no connection that LISTENs, which matters behind a pooler.
+   */
+  listenThrough(other: PgDb): this {
+    this.#listenThrough = other;
+    return this;
   }
 
   async close(): Promise<void> {

@@ -9,6 +9,7 @@
  * a lease that lapses: sent again later, never lost (receivers deduplicate on `webhook-id`).
  */
 import { sql, type Executor } from './db.js';
+import { capLastError } from './last-error.js';
 
 const MS = `interval '1 millisecond'`;
 
@@ -129,7 +130,7 @@ export async function scheduleChangesRecord(
     outcomes.map((o) => o.id),
     outcomes.map((o) => o.token),
     outcomes.map((o) => o.result),
-    outcomes.map((o) => (o.result === 'sent' ? '' : o.error)),
+    outcomes.map((o) => (o.result === 'sent' ? '' : capLastError(o.error))),
     outcomes.map((o) => (o.result === 'retry' ? Math.max(0, Math.round(o.retryMs)) : 0)),
   ]);
   return new Set(rows.map((r) => r.id));

@@ -16,6 +16,7 @@
 import { alarmColumns, toAlarm, type AlarmRow } from './alarms.js';
 import { pruneBatch, sql, type Executor, type PruneBatch } from './db.js';
 import type { Alarm, Trigger } from '../types.js';
+import { capLastError } from './last-error.js';
 
 const MS = `interval '1 millisecond'`;
 
@@ -330,7 +331,7 @@ export async function wakesRecordStage(
     outcomes.map((o) => o.wakeId),
     outcomes.map((o) => o.token),
     outcomes.map((o) => o.ok),
-    outcomes.map((o) => (o.ok ? '' : o.error)),
+    outcomes.map((o) => (o.ok ? '' : capLastError(o.error))),
     outcomes.map((o) => (o.ok ? 0 : Math.max(0, Math.round(o.retryMs)))),
   ]);
   return new Set(rows.map((r) => r.id));

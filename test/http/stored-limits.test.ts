@@ -7,7 +7,10 @@ import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import fc from 'fast-check';
 import { afterEach, beforeEach, expect, it } from 'vitest';
+import pino from 'pino';
 import { storedForm } from '../../src/json.js';
+import { Metrics } from '../../src/metrics.js';
+import { reportStoredRepairs } from '../../src/service.js';
 import { MIGRATIONS_DIR, migrate } from '../../src/store/migrate.js';
 import { sql } from '../../src/store/db.js';
 import { describeEachBackend } from '../support/backends.js';
@@ -250,8 +253,20 @@ describeEachBackend('migration 0018 repairs rows stored past the limits', ({ t }
       await t.db.exec(
         "DELETE FROM chronos.chronos_schema_migrations WHERE version = '0018_stored_payload_limits'",
       );
-      expect(await migrate(t.db, dir)).toEqual(['0018_stored_payload_limits']);
+      const applied = await migrate(t.db, dir);
+      expect(applied).toEqual(['0018_stored_payload_limits']);
       await rm(dir, { recursive: true });
+      // Reported: a warning naming the repaired alarms, and the count as a metric.
+      const lines: { level: number; msg: string; count?: number; alarms?: string[] }[] = [];
+      const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+      const metrics = new Metrics();
+      await reportStoredRepairs(t.db, applied, logger, metrics);
+      const warning = lines.find((l) => l.msg.includes('stored past the payload limits'));
+      expect(warning).toMatchObject({ level: 40, count: 2 });
+      expect(new Set(warning!.alarms)).toEqual(new Set([big!.id, deep!.id]));
+      expect(await metrics.registry.getSingleMetricAsString('chronos_stored_rows_repaired_total')).toMatch(
+        /chronos_stored_rows_repaired_total 2$/m,
+      );
 
       const one = await call(h.app, 'GET', `/v1/alarms/${big!.id}`, { headers: h.auth });
       expect(one.body.alarm).toMatchObject({ status: 'failed', payload: {} });
