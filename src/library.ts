@@ -24,7 +24,7 @@ import { CLAIM_MODES, type ClaimMode, type DispatcherDelivery } from './dispatch
 import { silentLogger, type Logger } from './logger.js';
 import { HandlerReceiver, type TimerFire, type TimerHandler } from './receivers/handler.js';
 import { LogReceiver } from './receivers/log.js';
-import { ChronosService, type Transaction } from './service.js';
+import { ChronosCore, type Transaction } from './core-service.js';
 import { DEFAULT_QUEUE, ROUTER_QUEUE, type Alarm } from './types.js';
 import { formErrors, type Form } from './wire/fields.js';
 import { SPEC_ALIASES, toSpec } from './wire/alarm-input.js';
@@ -301,7 +301,7 @@ export async function createChronos(options: ChronosOptions): Promise<Chronos> {
     minCronIntervalMs: 1_000,
     pollIntervalMs,
   };
-  const service = await ChronosService.open(config, {
+  const service = await ChronosCore.openCore(config, {
     pool: options.pool,
     pglite: options.pglite,
     clock: options.clock,
@@ -309,8 +309,6 @@ export async function createChronos(options: ChronosOptions): Promise<Chronos> {
     // The library's own workers name their receivers; the router's is `chronos serve`'s.
     receiver: new LogReceiver(silentLogger),
     migrate: false,
-    // No `/metrics` here: prom-client stays unloaded.
-    metrics: false,
   });
   const workers = new Set<Worker>();
   const on = (tx: unknown): Transaction | undefined =>

@@ -18,7 +18,7 @@ import { setMaxListeners } from 'node:events';
 import { performance } from 'node:perf_hooks';
 import { systemClock, type Clock } from '../clock.js';
 import { silentLogger, type Logger } from '../logger.js';
-import type { Metrics } from '../metrics.js';
+import type { LoopMetrics } from '../loop-metrics.js';
 import { dueChannel } from '../store/alarms.js';
 import {
   alarmsClaimDue,
@@ -85,7 +85,7 @@ export interface DispatcherSettings {
   queue: string;
   clock?: Clock;
   logger?: Logger;
-  metrics?: Metrics;
+  metrics?: LoopMetrics;
   /** How long a claim holds an alarm before another worker may take it. */
   leaseMs?: number;
   batchSize?: number;
@@ -149,7 +149,7 @@ export class Dispatcher {
   readonly #receiver: Receiver<ClaimedAlarm>;
   readonly #clock: Clock;
   readonly #logger: Logger;
-  readonly #metrics: Metrics | undefined;
+  readonly #metrics: LoopMetrics | undefined;
   readonly #leaseMs: number;
   readonly #batchSize: number;
   readonly #concurrency: number;

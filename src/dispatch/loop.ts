@@ -11,7 +11,7 @@
  */
 import type { Clock } from '../clock.js';
 import type { Logger } from '../logger.js';
-import type { Metrics } from '../metrics.js';
+import type { LoopMetrics } from '../loop-metrics.js';
 
 /** The first wait after a failed look, doubled at each failure that follows, up to the most. */
 const ERROR_DELAY_MS = 100;
@@ -26,7 +26,7 @@ export interface LoopOptions {
   look: () => Promise<number>;
   clock: Clock;
   logger: Logger;
-  metrics?: Metrics;
+  metrics?: LoopMetrics;
 }
 
 export class Loop {

@@ -5,7 +5,7 @@
  * queue's rows (`ChronosService.pruner`). It sends nothing and needs nothing else of the tracker.
  */
 import type { Logger } from '../logger.js';
-import type { Metrics } from '../metrics.js';
+import type { LoopMetrics } from '../loop-metrics.js';
 import { alarmsPruneFinished } from '../store/alarms.js';
 import type { Db } from '../store/db.js';
 import { wakesPrune } from '../store/wake-stages.js';
@@ -21,7 +21,7 @@ export interface PruneOptions {
   /** Only these queues' alarms and wakes (a library worker's own); every queue's when absent. */
   queues?: readonly string[];
   logger: Logger;
-  metrics?: Metrics;
+  metrics?: LoopMetrics;
 }
 
 /** What one pass deleted. */
