@@ -43,3 +43,6 @@ export function isoTime(date: Date): string {
   const seconds = Math.floor(inDay / 1000);
   return `${year}-${TWO[month]}-${TWO[day]}T${TWO[hours]}:${TWO[minutes]}:${TWO[seconds]}.${THREE[inDay - seconds * 1000]}Z`;
 }
+
+/** A time that may be absent (`null` on the wire). */
+export const isoOrNull = (date: Date | null): string | null => (date ? isoTime(date) : null);

@@ -22,7 +22,7 @@ import { OWNER_EXPECTED, parseOwner } from '../core/owner.js';
 import type { FileEntry } from '../core/schedules-file-service.js';
 import { describeValue, type FieldError } from '../errors.js';
 import { jsonSyntaxError, rawElements, rawMember, stringifyJson } from '../json.js';
-import type { Alarm } from '../types.js';
+import { pairKey, type Alarm } from '../types.js';
 import { SPEC_ALIASES, toSpec, WIRE_NAMES, type WireField } from './alarm-input.js';
 import { formErrors, type Form } from './fields.js';
 import { alarmView } from './views.js';
@@ -146,7 +146,7 @@ export function readSchedulesFile(text: string): FileRead {
     const { owner: did, ...fields } = values;
     const owner = parseOwner(did, `${path}.owner`);
     const key = fields.idempotencyKey as string;
-    const pair = `${owner.did}\u0000${key}`;
+    const pair = pairKey(owner.did, key);
     const first = seen.get(pair);
     if (first !== undefined) {
       const message =
