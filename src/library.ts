@@ -14,7 +14,7 @@ import type pg from 'pg';
 import type { PGlite } from '@electric-sql/pglite';
 import { z } from 'zod';
 import type { Clock } from './clock.js';
-import { databaseUrlError, loadConfig } from './config.js';
+import { databaseUrlError, DEFAULT_DATA_DIR, DEFAULT_SCHEMA, loadConfig } from './config.js';
 import { QUEUE_NAME, SCHEDULE_FIELDS, SPEC_RULES, type SpecField } from './core/alarm-spec.js';
 import type { BatchItem } from './core/alarm-service.js';
 import { LIBRARY_OWNER, OWNER_EXPECTED, parseOwner, type Owner } from './core/owner.js';
@@ -293,8 +293,8 @@ export async function createChronos(options: ChronosOptions): Promise<Chronos> {
     alarmRetentionMs: retentionOption(options, 'finishedTimerRetentionMs') ?? defaults.alarmRetentionMs,
     retentionMs: retentionOption(options, 'fireRetentionMs') ?? defaults.retentionMs,
     databaseUrl: options.databaseUrl,
-    dataDir: options.dataDir ?? './.chronos',
-    schema: options.schema ?? 'chronos',
+    dataDir: options.dataDir ?? DEFAULT_DATA_DIR,
+    schema: options.schema ?? DEFAULT_SCHEMA,
     // An application's own timers: no per-owner quotas, any cron down to a second.
     maxActiveAlarms: 0,
     createRatePerMinute: 0,
