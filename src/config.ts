@@ -13,10 +13,10 @@ import { DEFAULT_SCHEMA, POOLER_MODES, schemaName, type PoolerMode } from './sto
 export { DEFAULT_SCHEMA };
 
 /**
- * PostgreSQL's own page cache in the embedded store, in MB. PostgreSQL's default (128 MB) is
- * zeroed at every start and stays resident; with a smaller one a start is lighter by ~110 MB and
- * ~0.5 s of CPU. The operating system's file cache still holds the files, and a page missed costs
- * a file read rather than a disk seek (bench/README.md, "Embedded store start").
+ * PostgreSQL's own page cache in the embedded store, in MB. PostgreSQL's default is zeroed at
+ * every start and stays resident; with a smaller one a start takes less memory and CPU. The
+ * operating system's file cache still holds the files, and a page missed costs a file read rather
+ * than a disk seek (bench/README.md, "Embedded store start").
  */
 export const EMBEDDED_SHARED_BUFFERS_MB = 16;
 
