@@ -9,13 +9,19 @@ import { parseDuration } from './schedule/duration.js';
 import { parseConnectionString } from './store/connection-string.js';
 import { DEFAULT_SCHEMA, POOLER_MODES, schemaName, type PoolerMode } from './store/db.js';
 
+/** The schema a store's tables live in when none is named (the library's default too). */
+export { DEFAULT_SCHEMA };
+
 /**
- * PostgreSQL's own page cache in the embedded store, in MB. PostgreSQL's default (128 MB) is
- * zeroed at every start and stays resident; with a smaller one a start is lighter by ~110 MB and
- * ~0.5 s of CPU. The operating system's file cache still holds the files, and a page missed costs
- * a file read rather than a disk seek (bench/README.md, "Embedded store start").
+ * PostgreSQL's own page cache in the embedded store, in MB. PostgreSQL's default is zeroed at
+ * every start and stays resident; with a smaller one a start takes less memory and CPU. The
+ * operating system's file cache still holds the files, and a page missed costs a file read rather
+ * than a disk seek (bench/README.md, "Embedded store start").
  */
 export const EMBEDDED_SHARED_BUFFERS_MB = 16;
+
+/** Where the embedded store keeps its files when no folder is named (`CHRONOS_DATA_DIR`, `dataDir`). */
+export const DEFAULT_DATA_DIR = './.chronos';
 
 export interface Config {
   /** PostgreSQL; when absent, the embedded store in `dataDir`. May list several hosts (libpq's form). */
@@ -191,7 +197,7 @@ export function loadConfig(env: Env = process.env): Config {
     dbPooler: pooler(),
     listenUrl: postgresUrl('CHRONOS_LISTEN_URL'),
     schema: schema(),
-    dataDir: text('CHRONOS_DATA_DIR') ?? './.chronos',
+    dataDir: text('CHRONOS_DATA_DIR') ?? DEFAULT_DATA_DIR,
     embeddedSharedBuffersMB: integer(
       'CHRONOS_EMBEDDED_SHARED_BUFFERS_MB',
       EMBEDDED_SHARED_BUFFERS_MB,

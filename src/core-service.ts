@@ -43,9 +43,9 @@ import { PruneStage } from './tracker/prune.js';
 import { ROUTER_QUEUE } from './types.js';
 
 /**
- * Alarms per statement when a large batch is written on a caller's transaction (PostgreSQL):
- * measured against 500, 2,500, 5,000 and one statement for 5,000 and 50,000 timers, interleaved
- * (bench/schedule-many.ts), 1,000 was fastest at both sizes.
+ * Alarms per statement when a large batch is written on a caller's transaction (PostgreSQL): the
+ * part size that wrote batches fastest, small and large alike (bench/README.md, "Bulk
+ * scheduling").
  */
 const INSERT_CHUNK = 1_000;
 

@@ -23,7 +23,7 @@ export class RawJson {
 }
 
 // Random per process (no caller can forge a marker), and compiled once: building the RegExp on
-// every call cost ~40 µs, most of an HTTP answer's serialisation.
+// every call was most of an HTTP answer's serialisation (bench/README.md, "HTTP").
 const NONCE = Math.random().toString(36).slice(2);
 const MARKER = new RegExp(`"\\\\u0000raw:${NONCE}:(\\d+)\\\\u0000"`, 'g');
 

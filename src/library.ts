@@ -14,7 +14,7 @@ import type pg from 'pg';
 import type { PGlite } from '@electric-sql/pglite';
 import { z } from 'zod';
 import type { Clock } from './clock.js';
-import { databaseUrlError, loadConfig } from './config.js';
+import { databaseUrlError, DEFAULT_DATA_DIR, DEFAULT_SCHEMA, loadConfig } from './config.js';
 import { QUEUE_NAME, SCHEDULE_FIELDS, SPEC_RULES, type SpecField } from './core/alarm-spec.js';
 import type { BatchItem } from './core/alarm-service.js';
 import { LIBRARY_OWNER, OWNER_EXPECTED, parseOwner, type Owner } from './core/owner.js';
@@ -122,8 +122,8 @@ export interface WorkOptions {
    * marks them claimed for `leaseMs` and lets go of the database; outcomes are written as
    * handlers finish. `transaction` (PostgreSQL, without history): it locks a batch in a
    * transaction that stays open while the batch's handlers run, writes their outcomes in it and
-   * commits — about a third less of PostgreSQL's CPU a fire, for quick handlers. A handler must
-   * then not change its own timer through another connection (it would wait on the lock until the
+   * commits — less of PostgreSQL's CPU a fire, for quick handlers (bench/README.md, "Drain"). A
+   * handler must then not change its own timer through another connection (it would wait on the lock until the
    * delivery times out), and each batch holds a pooled connection while it runs. On the embedded
    * store, whose one connection a batch would hold, the worker leases.
    */
@@ -177,7 +177,7 @@ export const timerForm: Form<LibraryField> = {
   rules: {
     ...SPEC_RULES,
     // Every timer has a key: checked by a plain predicate first, by the schema only when it says
-    // no (zod's checks were about a sixth of a cold batch's CPU here; bench/README.md).
+    // no (zod's checks weighed on a cold batch's CPU; bench/README.md, "Bulk scheduling").
     idempotencyKey: {
       schema: z.string().min(1).max(KEY_MAX).refine(isStorable, { message: 'storable' }),
       accepts: (v) => typeof v === 'string' && v.length >= 1 && v.length <= KEY_MAX && isStorable(v),
@@ -293,8 +293,8 @@ export async function createChronos(options: ChronosOptions): Promise<Chronos> {
     alarmRetentionMs: retentionOption(options, 'finishedTimerRetentionMs') ?? defaults.alarmRetentionMs,
     retentionMs: retentionOption(options, 'fireRetentionMs') ?? defaults.retentionMs,
     databaseUrl: options.databaseUrl,
-    dataDir: options.dataDir ?? './.chronos',
-    schema: options.schema ?? 'chronos',
+    dataDir: options.dataDir ?? DEFAULT_DATA_DIR,
+    schema: options.schema ?? DEFAULT_SCHEMA,
     // An application's own timers: no per-owner quotas, any cron down to a second.
     maxActiveAlarms: 0,
     createRatePerMinute: 0,

@@ -20,6 +20,12 @@ export const DEFAULT_QUEUE = 'default';
 /** Failed deliveries of one occurrence before it is given up, when an alarm says nothing (§2: the column's default). */
 export const DEFAULT_MAX_FAILURES = 5;
 
+/**
+ * The Map key of an (owner, key) pair — an idempotency or schedules-file key of one owner: the
+ * two joined by a NUL, which no stored text holds, so no two pairs share one.
+ */
+export const pairKey = (ownerDid: string, key: string): string => `${ownerDid}\u0000${key}`;
+
 /** One row of `alarms`: one scheduled wake (I1). */
 export interface Alarm {
   id: string;

@@ -11,6 +11,8 @@ import type { ApiKey } from '../core/key-service.js';
 import { parseOwner } from '../core/owner.js';
 import { stringifyJson } from '../json.js';
 import type { ChronosService } from '../service.js';
+import { isoOrNull, isoTime } from '../wire/iso-time.js';
+import { readAlarmListQuery } from '../wire/list-query.js';
 import { alarmView } from '../wire/views.js';
 import { applySchedulesFile, exportSchedulesFile, type FileReport } from '../schedules-file/apply.js';
 
@@ -29,9 +31,9 @@ export function keyView(key: ApiKey): KeyView {
     id: key.id,
     owner_did: key.ownerDid,
     label: key.label,
-    created_at: key.createdAt.toISOString(),
-    last_used_at: key.lastUsedAt?.toISOString() ?? null,
-    revoked_at: key.revokedAt?.toISOString() ?? null,
+    created_at: isoTime(key.createdAt),
+    last_used_at: isoOrNull(key.lastUsedAt),
+    revoked_at: isoOrNull(key.revokedAt),
   };
 }
 
@@ -82,7 +84,7 @@ export function localStoreOps(
     },
     alarms: {
       async list(owner, query) {
-        const page = await alarms.list(parseOwner(owner, 'owner'), query);
+        const page = await alarms.list(parseOwner(owner, 'owner'), readAlarmListQuery(query));
         return stringifyJson({ alarms: page.items.map(alarmView), next_cursor: page.nextCursor });
       },
       get: async (owner, id) =>

@@ -48,17 +48,17 @@ import {
 import type { DbClock } from '../store/db-clock.js';
 import type { Executor } from '../store/db.js';
 import {
-  ALARM_STATUSES,
   DEFAULT_MAX_FAILURES,
   DEFAULT_QUEUE,
+  pairKey,
   ROUTER_QUEUE,
   type Alarm,
   type AlarmSource,
+  type AlarmStatus,
 } from '../types.js';
 import { LIMITS, SCHEDULE_FIELDS, type AlarmSpec } from './alarm-spec.js';
 import { idInMessage, isUuid, type Owner } from './owner.js';
-import { codePoints, isStorable } from './text.js';
-import { parseLimit, timeCursor, parseOneOf, toPage, type Page } from './page.js';
+import { PAGE_LIMIT, timeCursor, toPage, type Page, type PageRequest } from './page.js';
 
 export interface Quotas {
   /** Active alarms one owner may have; 0 = unlimited. */
@@ -95,6 +95,13 @@ export interface WriteOptions {
   trace?: string;
   /** False for an operator's own writes (the schedules file): the owner's quotas do not apply. */
   quotas?: boolean;
+}
+
+/** Which of the alarms a list reads (wire/list-query.ts reads a caller's query into one). */
+export interface AlarmListFilter extends PageRequest {
+  status?: AlarmStatus;
+  /** Only the alarms whose label contains this text, ignoring case. */
+  labelContains?: string;
 }
 
 export interface Created {
@@ -220,8 +227,7 @@ export class AlarmService {
     );
     const fresh: number[] = [];
     alarms.forEach((a, i) => {
-      const found =
-        a.idempotencyKey === '' ? undefined : existing.get(`${a.ownerDid}\u0000${a.idempotencyKey}`);
+      const found = a.idempotencyKey === '' ? undefined : existing.get(pairKey(a.ownerDid, a.idempotencyKey));
       if (found) results[i] = { alarm: found, deduped: true };
       else fresh.push(i);
     });
@@ -248,21 +254,15 @@ export class AlarmService {
 
   /**
    * One page of the owner's alarms, newest first — of every owner when `owner` is null (the
-   * operator's view). `q` keeps the alarms whose label contains it, ignoring case.
+   * operator's view); the filters combine.
    */
-  async list(
-    owner: Owner | null,
-    query: { status?: unknown; q?: unknown; limit?: unknown; cursor?: unknown },
-  ): Promise<Page<Alarm>> {
-    const status = parseOneOf('status', ALARM_STATUSES, query.status);
-    const labelContains = optionalSearch(query.q, 'q');
-    const limit = parseLimit(query.limit);
-    const after = timeCursor.parse(query.cursor);
+  async list(owner: Owner | null, filter: AlarmListFilter): Promise<Page<Alarm>> {
+    const limit = filter.limit ?? PAGE_LIMIT.default;
     const rows = await alarmsList(this.options.db, owner?.did ?? null, {
-      status,
-      labelContains,
+      status: filter.status,
+      labelContains: filter.labelContains,
       limit: limit + 1,
-      after,
+      after: filter.after,
     });
     return toPage(
       rows,
@@ -273,11 +273,11 @@ export class AlarmService {
   }
 
   /**
-   * The next `count` due instants of one of the owner's alarms (1–50, default 5), in UTC and in
-   * the alarm's zone, as MCP's `next_fires` shows them; none unless it is active.
+   * The next `count` due instants of one of the owner's alarms (default
+   * `NEXT_FIRES_COUNT.default`), in UTC and in the alarm's zone, as MCP's `next_fires` shows
+   * them; none unless it is active.
    */
-  async nextFires(owner: Owner, id: string, query: { count?: unknown }): Promise<NextFire[]> {
-    const count = parseCount(query.count);
+  async nextFires(owner: Owner, id: string, count: number = NEXT_FIRES_COUNT.default): Promise<NextFire[]> {
     return alarmNextFires(await this.get(owner, id), count);
   }
 
@@ -513,28 +513,6 @@ export const NEXT_FIRES_COUNT = { min: 1, max: 50, default: 5 } as const;
  */
 export function alarmNextFires(alarm: Alarm, count: number): NextFire[] {
   return alarm.status === 'active' ? nextFires(alarm, count) : [];
-}
-
-function parseCount(value: unknown): number {
-  if (value === undefined || value === '') return NEXT_FIRES_COUNT.default;
-  const n = typeof value === 'string' && /^\d{1,3}$/.test(value) ? Number(value) : NaN;
-  if (!(n >= NEXT_FIRES_COUNT.min && n <= NEXT_FIRES_COUNT.max)) {
-    throw invalidInput(
-      'count',
-      `a whole number from ${NEXT_FIRES_COUNT.min} to ${NEXT_FIRES_COUNT.max}`,
-      value,
-    );
-  }
-  return n;
-}
-
-/** A label search: absent, or text of 1 to 200 characters. */
-function optionalSearch(value: unknown, path: string): string | undefined {
-  if (value === undefined || value === '') return undefined;
-  if (typeof value !== 'string' || codePoints(value) > 200 || !isStorable(value)) {
-    throw invalidInput(path, 'text of at most 200 characters to look for in labels', value);
-  }
-  return value;
 }
 
 const STANDING: Record<Alarm['status'], string> = {

@@ -10,6 +10,7 @@
  */
 import { z } from 'zod';
 import type { RawJson } from '../json.js';
+import { MAX_IN_SECONDS } from '../schedule/duration.js';
 import { codePoints, isStorable } from './text.js';
 
 /** A new alarm, or the fields of one to change (all optional). */
@@ -44,7 +45,7 @@ export const LIMITS = {
   /** How deeply objects and arrays may nest in a payload (the payload object itself is 1). */
   payloadDepth: 64,
   bodyBytes: 128 * 1024,
-  inSecondsMax: 315_360_000,
+  inSecondsMax: MAX_IN_SECONDS,
   maxFailures: 100,
   queueChars: 64,
 } as const;
@@ -83,8 +84,7 @@ export const SPEC_RULES: Record<SpecField, FieldRule> = {
   inSeconds: {
     schema: z.number().int().min(1).max(LIMITS.inSecondsMax),
     expected: `a whole number of seconds from 1 to ${LIMITS.inSecondsMax}`,
-    description:
-      'When a one-shot alarm fires, in seconds from now (1 to 315360000), e.g. 600 for ten minutes.',
+    description: `When a one-shot alarm fires, in seconds from now (1 to ${LIMITS.inSecondsMax}), e.g. 600 for ten minutes.`,
   },
   cron: {
     schema: z.string(),

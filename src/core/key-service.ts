@@ -30,7 +30,12 @@ import {
 export type { ApiKey };
 
 export const KEY_PREFIX = 'chronos_';
-const KEY_SHAPE = /^chronos_[A-Za-z0-9_-]{43}$/;
+/** The random part of a key, in bytes; written in base64url, 4 characters for every 3 bytes. */
+const KEY_RANDOM_BYTES = 32;
+const KEY_RANDOM_CHARS = Math.ceil((KEY_RANDOM_BYTES * 4) / 3);
+/** Anything shaped like a key, as a pattern's source (what a log line must not carry). */
+export const KEY_PATTERN = `${KEY_PREFIX}[A-Za-z0-9_-]{${KEY_RANDOM_CHARS}}`;
+const KEY_SHAPE = new RegExp(`^${KEY_PATTERN}$`);
 const LABEL_MAX_CHARS = 200;
 const TOUCH_EVERY_MS = 60_000;
 const CACHE_MAX_ENTRIES = 10_000;
@@ -70,7 +75,7 @@ export class KeyService {
     if (typeof label !== 'string' || codePoints(label) > LABEL_MAX_CHARS || !isStorable(label)) {
       throw invalidInput('label', `a string of at most ${LABEL_MAX_CHARS} characters`, label);
     }
-    const key = KEY_PREFIX + randomBytes(32).toString('base64url');
+    const key = KEY_PREFIX + randomBytes(KEY_RANDOM_BYTES).toString('base64url');
     for (let attempt = 0; ; attempt++) {
       const id = `key_${randomBytes(6).toString('hex')}`;
       const record = await keysInsert(this.#db, { id, ownerDid: owner.did, keyHash: hashKey(key), label });

@@ -35,7 +35,7 @@ import {
   scheduleFileLock,
   type FileEntryRecord,
 } from '../store/schedule-file-entries.js';
-import { DEFAULT_MAX_FAILURES, ROUTER_QUEUE, type Alarm, type AlarmStatus } from '../types.js';
+import { DEFAULT_MAX_FAILURES, pairKey, ROUTER_QUEUE, type Alarm, type AlarmStatus } from '../types.js';
 import type { AlarmService } from './alarm-service.js';
 import type { AlarmSpec } from './alarm-spec.js';
 import type { Owner } from './owner.js';
@@ -164,7 +164,7 @@ export class SchedulesFileService {
         for (const [i, entry] of entries.entries()) {
           const normal = normals[i];
           if (!normal) continue;
-          const pair = `${entry.owner.did}\u0000${entry.key}`;
+          const pair = pairKey(entry.owner.did, entry.key);
           try {
             const result = await this.#reconcileOne(tx, entry, normal, records.get(pair), alarms.get(pair));
             results.push(result.result);

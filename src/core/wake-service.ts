@@ -11,14 +11,22 @@ import { ChronosError, Described, invalidInput, notFound } from '../errors.js';
 import { silentLogger, type Logger } from '../logger.js';
 import type { Executor } from '../store/db.js';
 import { wakesAck, wakesAckByReply, wakesAttempts, wakesGet, wakesList } from '../store/wakes.js';
-import { WAKE_STATUSES, type Wake, type WakeAttempt } from '../types.js';
+import type { Wake, WakeAttempt, WakeStatus } from '../types.js';
 import { idInMessage, isUuid, type Owner } from './owner.js';
-import { parseLimit, parseOneOf, timeCursor, toPage, type Page } from './page.js';
+import { PAGE_LIMIT, timeCursor, toPage, type Page, type PageRequest } from './page.js';
 import { codePoints, isStorable, STORABLE_EXPECTED } from './text.js';
 
 export const NOTE_MAX_CHARS = 2_000;
 export const NOTE_EXPECTED =
   'a non-empty note saying what was done about the wake, e.g. "build checked, all green"';
+
+/** Which of the wakes a list reads (wire/list-query.ts reads a caller's query into one). */
+export interface WakeListFilter extends PageRequest {
+  status?: WakeStatus;
+  alarmId?: string;
+  conversationId?: string;
+  requireAck?: boolean;
+}
 
 export type AcknowledgedHook = (wakes: Wake[]) => void | Promise<void>;
 
@@ -49,34 +57,20 @@ export class WakeService {
 
   /**
    * One page of the owner's wakes (every owner's when `owner` is null: the operator's view),
-   * newest first; the filters combine: `status`, `alarm_id`, `conversation_id`, `require_ack`.
+   * newest first; the filters combine.
    */
-  async list(
-    owner: Owner | null,
-    query: {
-      status?: unknown;
-      alarm_id?: unknown;
-      conversation_id?: unknown;
-      require_ack?: unknown;
-      limit?: unknown;
-      cursor?: unknown;
-    },
-  ): Promise<Page<Wake>> {
-    const status = parseOneOf('status', WAKE_STATUSES, query.status);
-    const limit = parseLimit(query.limit);
-    const after = timeCursor.parse(query.cursor);
-    const alarmId = optionalText(query.alarm_id, 'alarm_id');
-    const conversationId = optionalText(query.conversation_id, 'conversation_id');
-    const requireAck = optionalBoolean(query.require_ack, 'require_ack');
+  async list(owner: Owner | null, filter: WakeListFilter): Promise<Page<Wake>> {
+    const limit = filter.limit ?? PAGE_LIMIT.default;
+    const { alarmId } = filter;
     // An alarm id that is no UUID names no alarm: an empty page, as for another owner's.
     if (alarmId !== undefined && !isUuid(alarmId)) return { items: [], nextCursor: null };
     const rows = await wakesList(this.#db, owner?.did ?? null, {
-      status,
+      status: filter.status,
       alarmId,
-      conversationId,
-      requireAck,
+      conversationId: filter.conversationId,
+      requireAck: filter.requireAck,
       limit: limit + 1,
-      after,
+      after: filter.after,
     });
     return toPage(
       rows,
@@ -155,23 +149,6 @@ export class WakeService {
         );
     }
   }
-}
-
-/** A text filter from a query string: absent, or a string of at most 200 characters. */
-function optionalText(value: unknown, path: string): string | undefined {
-  if (value === undefined || value === '') return undefined;
-  if (typeof value !== 'string' || codePoints(value) > 200 || !isStorable(value)) {
-    throw invalidInput(path, `a string of at most 200 characters of ${STORABLE_EXPECTED}`, value);
-  }
-  return value;
-}
-
-/** A true/false filter from a query string: absent, `true` or `false`. */
-function optionalBoolean(value: unknown, path: string): boolean | undefined {
-  if (value === undefined || value === '') return undefined;
-  if (value === 'true' || value === true) return true;
-  if (value === 'false' || value === false) return false;
-  throw invalidInput(path, '"true" or "false"', value);
 }
 
 /** The note, trimmed: not empty, storable, at most NOTE_MAX_CHARS characters. */

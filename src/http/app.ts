@@ -30,6 +30,7 @@ import './context.js';
 import { decodeBody, parseJsonBody } from './json-body.js';
 import { contextOf, SpanKind, SpanStatusCode, startSpan } from '../tracing.js';
 import { PROBLEM_TYPE, problemType, toProblem } from './problem.js';
+import { KEY_PATTERN, KEY_PREFIX } from '../core/key-service.js';
 import { keyStoreHint } from '../core/store-name.js';
 import { registerAlarmRoutes } from './routes/alarms.js';
 import { registerDashboardRoutes } from './routes/dashboard.js';
@@ -58,13 +59,13 @@ export interface ChronosApp extends FastifyInstance {
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 // A key pasted into a URL by mistake must not reach the logs either.
-const KEY_IN_TEXT = /chronos_[A-Za-z0-9_-]{43}/g;
+const KEY_IN_TEXT = new RegExp(KEY_PATTERN, 'g');
 const QUIET_ROUTES = new Set(['/healthz', '/readyz', '/metrics', '/ui/dashboard.css', '/ui/dashboard.js']);
 
 /** Replaces anything key-shaped, and the operator token, in text bound for a log line. */
 function scrubber(operatorToken: string | undefined): (text: string) => string {
   return (text) => {
-    const scrubbed = text.replace(KEY_IN_TEXT, 'chronos_[redacted]');
+    const scrubbed = text.replace(KEY_IN_TEXT, `${KEY_PREFIX}[redacted]`);
     return operatorToken ? scrubbed.replaceAll(operatorToken, '[redacted]') : scrubbed;
   };
 }

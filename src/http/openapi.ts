@@ -27,7 +27,10 @@ import {
   scheduleChangedBodySchema,
   wakeBodySchema,
 } from '../wire/webhooks.js';
+import { FILTER_TEXT_CHARS } from '../wire/list-query.js';
 import { ackWakeSchema, replySchema } from '../wire/wake-input.js';
+import { NEXT_FIRES_COUNT } from '../core/alarm-service.js';
+import { PAGE_LIMIT } from '../core/page.js';
 
 const problem = z.object({
   type: z.string().describe('urn:chronos:problem:<code>'),
@@ -92,7 +95,12 @@ const listParams = (statuses: readonly string[]) => [
   {
     name: 'limit',
     in: 'query',
-    schema: { type: 'integer', minimum: 1, maximum: 200, default: 50 },
+    schema: {
+      type: 'integer',
+      minimum: PAGE_LIMIT.min,
+      maximum: PAGE_LIMIT.max,
+      default: PAGE_LIMIT.default,
+    },
   },
   {
     name: 'cursor',
@@ -253,7 +261,7 @@ export function openApiDocument(): Record<string, unknown> {
             {
               name: 'q',
               in: 'query',
-              schema: { type: 'string', maxLength: 200 },
+              schema: { type: 'string', maxLength: FILTER_TEXT_CHARS },
               description: 'Only alarms whose label contains this text, ignoring case.',
             },
           ],
@@ -379,7 +387,12 @@ export function openApiDocument(): Record<string, unknown> {
             {
               name: 'count',
               in: 'query',
-              schema: { type: 'integer', minimum: 1, maximum: 50, default: 5 },
+              schema: {
+                type: 'integer',
+                minimum: NEXT_FIRES_COUNT.min,
+                maximum: NEXT_FIRES_COUNT.max,
+                default: NEXT_FIRES_COUNT.default,
+              },
               description: 'How many (a one-shot has one; an alarm that is not active has none).',
             },
           ],

@@ -7,7 +7,8 @@
  */
 import { z } from 'zod';
 import { ALARM_STATUSES, WAKE_STATUSES } from '../types.js';
-import { alarmFields } from '../wire/alarm-input.js';
+import { PAGE_LIMIT } from '../core/page.js';
+import { alarmFields, LIMITS } from '../wire/alarm-input.js';
 import { alarmViewSchema, nextFiresSchema, wakeViewSchema } from '../wire/views.js';
 
 const time = (what: string) => z.string().describe(`${what}: RFC 3339 in UTC with milliseconds.`);
@@ -23,7 +24,7 @@ export const toolAlarmFields = {
       'a time more than 60 s in the past is refused.',
   ),
   in_seconds: alarmFields.in_seconds.describe(
-    'Relative time of a one-shot alarm: seconds from now (1 to 315360000), e.g. 600 for "in ten minutes". ' +
+    `Relative time of a one-shot alarm: seconds from now (1 to ${LIMITS.inSecondsMax}), e.g. 600 for "in ten minutes". ` +
       'Prefer this for "in N minutes/hours": no time zone involved.',
   ),
   cron: alarmFields.cron.describe(
@@ -74,6 +75,24 @@ const scheduleFields = {
   require_ack: toolAlarmFields.require_ack.optional(),
 };
 
+/** A list's page fields: how many `items` a page holds, and where the next begins. */
+function pageFields(items?: string) {
+  const { min, max, default: limit } = PAGE_LIMIT;
+  return {
+    limit: z
+      .number()
+      .int()
+      .min(min)
+      .max(max)
+      .optional()
+      .describe(`How many ${items ? `${items} ` : ''}per page, ${min} to ${max} (default ${limit}).`),
+    cursor: z
+      .string()
+      .optional()
+      .describe('The next_cursor of the previous page, to read the next one. Absent: the first page.'),
+  };
+}
+
 export const scheduleAlarmInput = z.strictObject(scheduleFields);
 
 export const listAlarmsInput = z.strictObject({
@@ -84,17 +103,7 @@ export const listAlarmsInput = z.strictObject({
       'Only alarms in this status: active (still to fire), paused (kept, not firing), fired, cancelled or ' +
         'failed. Default: all.',
     ),
-  limit: z
-    .number()
-    .int()
-    .min(1)
-    .max(200)
-    .optional()
-    .describe('How many alarms per page, 1 to 200 (default 50).'),
-  cursor: z
-    .string()
-    .optional()
-    .describe('The next_cursor of the previous page, to read the next one. Absent: the first page.'),
+  ...pageFields('alarms'),
 });
 
 export const getAlarmInput = z.strictObject({ id: alarmId });
@@ -107,14 +116,6 @@ export const pauseAlarmInput = z.strictObject({ id: alarmId });
 
 export const resumeAlarmInput = z.strictObject({ id: alarmId });
 
-const pageFields = {
-  limit: z.number().int().min(1).max(200).optional().describe('How many per page, 1 to 200 (default 50).'),
-  cursor: z
-    .string()
-    .optional()
-    .describe('The next_cursor of the previous page, to read the next one. Absent: the first page.'),
-};
-
 export const listWakesInput = z.strictObject({
   status: z
     .enum(WAKE_STATUSES)
@@ -124,7 +125,7 @@ export const listWakesInput = z.strictObject({
         'requires one), acknowledged, or failed. Default: all.',
     ),
   alarm_id: z.string().optional().describe('Only the wakes of this alarm (its id).'),
-  ...pageFields,
+  ...pageFields(),
 });
 
 export const ackWakeInput = z.strictObject({

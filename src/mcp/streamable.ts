@@ -13,8 +13,9 @@ import { RawPayloads } from './raw-payloads.js';
 import type { McpService } from './server.js';
 
 /**
- * The MCP SDK and the tools, loaded at the first exchange rather than when a server starts (a
- * fifth of the modules `chronos serve` would otherwise load before it is ready), and kept.
+ * The MCP SDK and the tools, loaded at the first exchange rather than when a server starts (they
+ * are much of what `chronos serve` would otherwise load before it is ready; bench/README.md,
+ * "Embedded store start"), and kept.
  */
 let mcp: Promise<{
   StreamableHTTPServerTransport: typeof import('@modelcontextprotocol/sdk/server/streamableHttp.js').StreamableHTTPServerTransport;

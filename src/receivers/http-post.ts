@@ -130,7 +130,7 @@ export function postSigned(post: SignedPost): Promise<SignedDelivery> {
     return Promise.resolve(failed('timeout', `${target} request aborted before it was sent`));
 
   // undici's dispatch API rather than request(): no response stream, no AbortController of our
-  // own; about 35 µs less CPU a request, which is a third of a wake's cost (bench/README.md).
+  // own, and a good part less CPU a request (bench/README.md, "Webhook delivery").
   return new Promise<SignedDelivery>((resolve) => {
     const startedAt = performance.now();
     let controller: Dispatcher.DispatchController | null = null;

@@ -13,8 +13,8 @@ export type WakeEventType = 'alarm.fired' | 'alarm.nudge';
  * carries the same fields.
  *
  * `payload` is spliced in as the stored JSONB text (I4), between two ordinary JSON.stringify
- * halves: the same output as `stringifyJson` with a RawJson member, at a twentieth of its cost,
- * which matters at thousands of wakes a second (measured in bench/webhook-drain.ts).
+ * halves: the same output as `stringifyJson` with a RawJson member, at a fraction of its cost,
+ * which matters at thousands of wakes a second (bench/README.md, "Webhook delivery").
  */
 export function wakeBody(fire: Fire, type: WakeEventType = 'alarm.fired'): string {
   const { alarm } = fire;

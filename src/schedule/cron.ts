@@ -31,7 +31,7 @@
 import { Cron } from 'croner';
 import { invalidInput } from '../errors.js';
 import { looksLikeProse, suggestCron } from './cron-prose.js';
-import { formatDuration, parseDuration } from './duration.js';
+import { formatDuration, MAX_IN_SECONDS, parseDuration } from './duration.js';
 import { assertTimeZone, zoneOffsetMs } from './time-zone.js';
 
 export interface CronSchedule {
@@ -59,8 +59,8 @@ const DESCRIPTORS: Record<string, string> = {
 };
 
 const MIN_EVERY_MS = 1_000;
-/** Ten years, the same ceiling as `in_seconds`: keeps every occurrence a representable Date. */
-const MAX_EVERY_MS = 315_360_000_000;
+/** The same ceiling as `in_seconds`. */
+const MAX_EVERY_MS = MAX_IN_SECONDS * 1000;
 
 const DAY_MS = 86_400_000;
 

@@ -9,6 +9,12 @@
  */
 import { invalidInput } from '../errors.js';
 
+/**
+ * The longest wait a schedule states, ten years: an `in_seconds`, and an `@every` interval; it
+ * keeps every occurrence a representable Date.
+ */
+export const MAX_IN_SECONDS = 315_360_000;
+
 const UNIT_MS = { d: 86_400_000, h: 3_600_000, m: 60_000, s: 1_000, ms: 1 } as const;
 
 const DURATION = /^(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?(?:(\d+)ms)?$/;

@@ -11,7 +11,7 @@
  */
 import { ChronosError, describeValue, invalidInput, oneOfMessage } from '../errors.js';
 import { minIntervalMs, parseCron } from './cron.js';
-import { formatDuration } from './duration.js';
+import { formatDuration, MAX_IN_SECONDS } from './duration.js';
 import { assertTimeZone, formatLocal } from './time-zone.js';
 
 /** A schedule as the core names its fields (each door names them its own way). */
@@ -40,8 +40,6 @@ export interface ResolveOptions {
   /** The grid origin for `@every`; without one the first occurrence is `now + interval`. */
   anchor?: Date;
 }
-
-export const MAX_IN_SECONDS = 315_360_000;
 
 const AT_EXPECTED =
   'an RFC 3339 time with an offset, like "2027-03-14T09:00:00Z" or "2027-03-14T10:00:00+01:00"';

@@ -9,6 +9,7 @@
 import { RawJson } from '../json.js';
 import {
   ALARM_STATUSES,
+  pairKey,
   type Alarm,
   type AlarmKind,
   type AlarmSource,
@@ -677,7 +678,7 @@ async function copyParts(
       unknown.map(({ a }) => ({ ownerDid: a.ownerDid, key: a.idempotencyKey })),
     );
     for (const { at, a } of unknown) {
-      const alarm = found.get(keyOf(a.ownerDid, a.idempotencyKey));
+      const alarm = found.get(pairKey(a.ownerDid, a.idempotencyKey));
       if (!alarm) throw new Error('alarm with idempotency key vanished during insert');
       results[at] = { alarm, deduped: false };
     }
@@ -804,15 +805,13 @@ async function readInsert(
       missing.map((i) => ({ ownerDid: alarms[i]!.ownerDid, key: alarms[i]!.idempotencyKey })),
     );
     for (const i of missing) {
-      const alarm = existing.get(keyOf(alarms[i]!.ownerDid, alarms[i]!.idempotencyKey));
+      const alarm = existing.get(pairKey(alarms[i]!.ownerDid, alarms[i]!.idempotencyKey));
       if (!alarm) throw new Error('alarm with idempotency key vanished during insert');
       results[i] = { alarm, deduped: true };
     }
   }
   return results;
 }
-
-const keyOf = (ownerDid: string, key: string) => `${ownerDid}\u0000${key}`;
 
 /** An alarm as the insert wrote it: the columns' defaults filled in, the payload as stored. */
 function written(a: NewAlarm, id: string, payload: RawJson, source: AlarmSource, createdAt: Date): Alarm {
@@ -856,7 +855,7 @@ export async function alarmsGetByKeys(
   const found = new Map<string, Alarm>();
   if (pairs.length === 0) return found;
   const rows = await ex.query<AlarmRow>(byKeys, [pairs.map((p) => p.ownerDid), pairs.map((p) => p.key)]);
-  for (const row of rows) found.set(keyOf(row.owner_did, row.idempotency_key), toAlarm(row));
+  for (const row of rows) found.set(pairKey(row.owner_did, row.idempotency_key), toAlarm(row));
   return found;
 }
 

@@ -7,6 +7,7 @@
  * — run one after the other, and each reads what the one before committed. So an edit is applied
  * once, by whichever instance comes first; the others find every entry unchanged.
  */
+import { pairKey } from '../types.js';
 import { sql, type Executor } from './db.js';
 
 // One lock per schema: the statement text names `chronos.`, which an executor bound to another
@@ -47,7 +48,7 @@ export async function scheduleFileEntriesGet(
     [pairs.map((p) => p.ownerDid), pairs.map((p) => p.key)],
   );
   for (const row of rows) {
-    found.set(`${row.owner_did}\u0000${row.key}`, {
+    found.set(pairKey(row.owner_did, row.key), {
       ownerDid: row.owner_did,
       key: row.key,
       entry: row.entry,

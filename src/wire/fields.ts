@@ -165,7 +165,8 @@ const fieldPath = (path: string | undefined, name: string) => (path ? `${path}.$
 /**
  * A form's fields, and the field and rule of each caller's name: made once per form, not per object
  * read. One lookup a field read, by name: looking the rule up again by field (a property read by a
- * key the code cannot foresee) was about a quarter of a cold batch's reading of its timers.
+ * key the code cannot foresee) weighed on a cold batch's reading of its timers (bench/README.md,
+ * "Bulk scheduling").
  */
 interface FormIndex<K extends string> {
   fields: K[];

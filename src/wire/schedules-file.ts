@@ -22,9 +22,10 @@ import { OWNER_EXPECTED, parseOwner } from '../core/owner.js';
 import type { FileEntry } from '../core/schedules-file-service.js';
 import { describeValue, type FieldError } from '../errors.js';
 import { jsonSyntaxError, rawElements, rawMember, stringifyJson } from '../json.js';
-import type { Alarm } from '../types.js';
+import { DEFAULT_MAX_FAILURES, pairKey, type Alarm } from '../types.js';
 import { SPEC_ALIASES, toSpec, WIRE_NAMES, type WireField } from './alarm-input.js';
 import { formErrors, type Form } from './fields.js';
+import { isoTime } from './iso-time.js';
 import { alarmView } from './views.js';
 
 /**
@@ -146,7 +147,7 @@ export function readSchedulesFile(text: string): FileRead {
     const { owner: did, ...fields } = values;
     const owner = parseOwner(did, `${path}.owner`);
     const key = fields.idempotencyKey as string;
-    const pair = `${owner.did}\u0000${key}`;
+    const pair = pairKey(owner.did, key);
     const first = seen.get(pair);
     if (first !== undefined) {
       const message =
@@ -206,12 +207,12 @@ export function writeSchedulesFile(alarms: readonly Alarm[]): { text: string; sk
       owner: a.ownerDid,
       key: a.idempotencyKey,
       label: a.label,
-      ...(a.kind === 'cron' ? { cron: a.cronExpr } : { at: (a.fireAt ?? a.scheduledFor).toISOString() }),
+      ...(a.kind === 'cron' ? { cron: a.cronExpr } : { at: isoTime(a.fireAt ?? a.scheduledFor) }),
       timezone: a.timezone,
       wake_message: a.wakeMessage,
       ...(a.conversationId !== '' && { conversation_id: a.conversationId }),
       ...(a.payload.text.replace(/\s/g, '') !== '{}' && { payload: a.payload }),
-      ...(a.maxFailures !== 5 && { max_failures: a.maxFailures }),
+      ...(a.maxFailures !== DEFAULT_MAX_FAILURES && { max_failures: a.maxFailures }),
       ...(!a.requireAck && { require_ack: false }),
     }));
   return { text: stringifyJson({ alarms: entries }, 2), skipped };

@@ -15,9 +15,7 @@ import {
   type Wake,
   type WakeAttempt,
 } from '../types.js';
-import { isoTime } from './iso-time.js';
-
-const isoOrNull = (date: Date | null) => (date ? isoTime(date) : null);
+import { isoOrNull, isoTime } from './iso-time.js';
 
 const time = (what: string) => z.string().describe(`${what}: RFC 3339 in UTC with milliseconds.`);
 const nullableTime = (what: string) =>

@@ -9,6 +9,7 @@ import type { FastifyInstance } from 'fastify';
 import type { AlarmService } from '../../core/alarm-service.js';
 import { inWireNames, readAlarmBody, readBatchBody, readBulkCancelBody } from '../../wire/alarm-input.js';
 import { readNoFields } from '../../wire/fields.js';
+import { readAlarmListQuery, readNextFiresQuery } from '../../wire/list-query.js';
 import { alarmView, ownersView } from '../../wire/views.js';
 import { callerOf, checkQuery, EVERY_OWNER, scopeOf, writeOf } from '../context.js';
 import { bodyOf, sendJson } from '../json-body.js';
@@ -44,9 +45,9 @@ export function registerAlarmRoutes(app: FastifyInstance, alarms: AlarmService):
   });
 
   app.get('/alarms', EVERY_OWNER, async (request, reply) => {
-    const query = checkQuery(request, ['status', 'q', 'limit', 'cursor']);
+    const filter = readAlarmListQuery(checkQuery(request, ['status', 'q', 'limit', 'cursor']));
     const scope = scopeOf(request);
-    const page = await alarms.list(scope, query);
+    const page = await alarms.list(scope, filter);
     return sendJson(reply, 200, {
       alarms: page.items.map(alarmView),
       next_cursor: page.nextCursor,
@@ -55,8 +56,8 @@ export function registerAlarmRoutes(app: FastifyInstance, alarms: AlarmService):
   });
 
   app.get<IdParams>('/alarms/:id/next-fires', async (request, reply) => {
-    const query = checkQuery(request, ['count']);
-    const fires = await alarms.nextFires(callerOf(request).owner, request.params.id, query);
+    const count = readNextFiresQuery(checkQuery(request, ['count']));
+    const fires = await alarms.nextFires(callerOf(request).owner, request.params.id, count);
     return sendJson(reply, 200, { next_fires: fires });
   });
 

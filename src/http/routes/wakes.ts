@@ -7,6 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import type { AlarmService } from '../../core/alarm-service.js';
 import type { WakeService } from '../../core/wake-service.js';
 import { attemptView, ownersView, wakeView } from '../../wire/views.js';
+import { readWakeListQuery } from '../../wire/list-query.js';
 import { readAckBody, readReplyBody } from '../../wire/wake-input.js';
 import { callerOf, checkQuery, EVERY_OWNER, scopeOf } from '../context.js';
 import { bodyOf, sendJson } from '../json-body.js';
@@ -15,16 +16,11 @@ type IdParams = { Params: { id: string } };
 
 export function registerWakeRoutes(app: FastifyInstance, wakes: WakeService, alarms: AlarmService): void {
   app.get('/wakes', EVERY_OWNER, async (request, reply) => {
-    const query = checkQuery(request, [
-      'status',
-      'alarm_id',
-      'conversation_id',
-      'require_ack',
-      'limit',
-      'cursor',
-    ]);
+    const filter = readWakeListQuery(
+      checkQuery(request, ['status', 'alarm_id', 'conversation_id', 'require_ack', 'limit', 'cursor']),
+    );
     const scope = scopeOf(request);
-    const page = await wakes.list(scope, query);
+    const page = await wakes.list(scope, filter);
     return sendJson(reply, 200, {
       wakes: page.items.map(wakeView),
       next_cursor: page.nextCursor,
@@ -36,7 +32,7 @@ export function registerWakeRoutes(app: FastifyInstance, wakes: WakeService, ala
     const query = checkQuery(request, ['status', 'limit', 'cursor']);
     const owner = callerOf(request).owner;
     const alarm = await alarms.get(owner, request.params.id);
-    const page = await wakes.list(owner, { ...query, alarm_id: alarm.id });
+    const page = await wakes.list(owner, { ...readWakeListQuery(query), alarmId: alarm.id });
     return sendJson(reply, 200, { wakes: page.items.map(wakeView), next_cursor: page.nextCursor });
   });
 

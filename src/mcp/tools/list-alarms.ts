@@ -1,4 +1,5 @@
 /** `list_alarms`: `GET /v1/alarms` — the caller's alarms, newest first, a page at a time. */
+import { readAlarmListQuery } from '../../wire/list-query.js';
 import { alarmView } from '../../wire/views.js';
 import { listAlarmsInput, listAlarmsOutput } from '../schemas.js';
 import { onlyFields, type ChronosTool } from '../tool.js';
@@ -16,7 +17,7 @@ Example: {"status": "active", "limit": 20}`,
   annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
   async run(args, { service, owner }) {
     onlyFields(args, ['status', 'limit', 'cursor']);
-    const page = await service.alarms.list(owner, args);
+    const page = await service.alarms.list(owner, readAlarmListQuery(args));
     return { alarms: page.items.map(alarmView), next_cursor: page.nextCursor };
   },
 };

@@ -1,4 +1,5 @@
 /** `list_wakes`: `GET /v1/wakes` — the caller's wakes, newest first, to find one to acknowledge. */
+import { readWakeListQuery } from '../../wire/list-query.js';
 import { wakeView } from '../../wire/views.js';
 import { listWakesInput, listWakesOutput } from '../schemas.js';
 import { onlyFields, type ChronosTool } from '../tool.js';
@@ -16,7 +17,7 @@ Example: {"status": "delivered"}`,
   annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
   async run(args, { service, owner }) {
     onlyFields(args, ['status', 'alarm_id', 'limit', 'cursor']);
-    const page = await service.wakes.list(owner, args);
+    const page = await service.wakes.list(owner, readWakeListQuery(args));
     return { wakes: page.items.map(wakeView), next_cursor: page.nextCursor };
   },
 };
