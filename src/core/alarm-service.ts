@@ -58,7 +58,7 @@ import {
 } from '../types.js';
 import { LIMITS, SCHEDULE_FIELDS, type AlarmSpec } from './alarm-spec.js';
 import { idInMessage, isUuid, type Owner } from './owner.js';
-import { PAGE_LIMIT, timeCursor, toPage, type Page, type PageRequest } from './page.js';
+import { timePage, type Page, type PageRequest } from './page.js';
 
 export interface Quotas {
   /** Active alarms one owner may have; 0 = unlimited. */
@@ -257,18 +257,12 @@ export class AlarmService {
    * operator's view); the filters combine.
    */
   async list(owner: Owner | null, filter: AlarmListFilter): Promise<Page<Alarm>> {
-    const limit = filter.limit ?? PAGE_LIMIT.default;
-    const rows = await alarmsList(this.options.db, owner?.did ?? null, {
-      status: filter.status,
-      labelContains: filter.labelContains,
-      limit: limit + 1,
-      after: filter.after,
-    });
-    return toPage(
-      rows,
-      limit,
+    const { status, labelContains } = filter;
+    return timePage(
+      filter,
+      (limit, after) =>
+        alarmsList(this.options.db, owner?.did ?? null, { status, labelContains, limit, after }),
       (r) => r.alarm,
-      (r) => timeCursor.encode(r.cursor),
     );
   }
 

@@ -22,20 +22,22 @@ export interface PageRequest {
 }
 
 /**
- * Takes one row more than the page holds (`limit + 1` asked of the store) and turns the rows
- * into a page whose cursor is that of its last item, when there is more.
+ * One page of a list kept in time order: asks `rows` for one row more than the page holds, after
+ * the position the request gives, and turns them into a page whose cursor is that of its last
+ * item, when there is more.
  */
-export function toPage<R, T>(
-  rows: readonly R[],
-  limit: number,
+export async function timePage<R extends { cursor: TimeCursor }, T>(
+  request: PageRequest,
+  rows: (limit: number, after: TimeCursor | undefined) => Promise<readonly R[]>,
   item: (row: R) => T,
-  cursor: (row: R) => string,
-): Page<T> {
-  const items = rows.slice(0, limit);
+): Promise<Page<T>> {
+  const limit = request.limit ?? PAGE_LIMIT.default;
+  const found = await rows(limit + 1, request.after);
+  const items = found.slice(0, limit);
   const last = items[items.length - 1];
   return {
     items: items.map(item),
-    nextCursor: rows.length > limit && last !== undefined ? cursor(last) : null,
+    nextCursor: found.length > limit && last !== undefined ? timeCursor.encode(last.cursor) : null,
   };
 }
 

@@ -13,7 +13,7 @@ import type { Executor } from '../store/db.js';
 import { wakesAck, wakesAckByReply, wakesAttempts, wakesGet, wakesList } from '../store/wakes.js';
 import type { Wake, WakeAttempt, WakeStatus } from '../types.js';
 import { idInMessage, isUuid, type Owner } from './owner.js';
-import { PAGE_LIMIT, timeCursor, toPage, type Page, type PageRequest } from './page.js';
+import { timePage, type Page, type PageRequest } from './page.js';
 import { codePoints, isStorable, STORABLE_EXPECTED } from './text.js';
 
 export const NOTE_MAX_CHARS = 2_000;
@@ -60,23 +60,21 @@ export class WakeService {
    * newest first; the filters combine.
    */
   async list(owner: Owner | null, filter: WakeListFilter): Promise<Page<Wake>> {
-    const limit = filter.limit ?? PAGE_LIMIT.default;
-    const { alarmId } = filter;
+    const { status, alarmId, conversationId, requireAck } = filter;
     // An alarm id that is no UUID names no alarm: an empty page, as for another owner's.
     if (alarmId !== undefined && !isUuid(alarmId)) return { items: [], nextCursor: null };
-    const rows = await wakesList(this.#db, owner?.did ?? null, {
-      status: filter.status,
-      alarmId,
-      conversationId: filter.conversationId,
-      requireAck: filter.requireAck,
-      limit: limit + 1,
-      after: filter.after,
-    });
-    return toPage(
-      rows,
-      limit,
+    return timePage(
+      filter,
+      (limit, after) =>
+        wakesList(this.#db, owner?.did ?? null, {
+          status,
+          alarmId,
+          conversationId,
+          requireAck,
+          limit,
+          after,
+        }),
       (r) => r.wake,
-      (r) => timeCursor.encode(r.cursor),
     );
   }
 
