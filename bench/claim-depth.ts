@@ -36,8 +36,8 @@
  */
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
-import { alarmsClaimDue, alarmsNextDueMs } from '../src/store/claims.js';
-import { PgDb, sql, type BackendKind, type Db } from '../src/store/db.js';
+import { alarmsClaimDue, alarmsNextDueMs } from '../packages/chronos-timers/src/store/claims.js';
+import { PgDb, sql, type BackendKind, type Db } from '../packages/chronos-timers/src/store/db.js';
 import {
   backendsFromArgs,
   createBench,

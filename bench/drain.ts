@@ -24,9 +24,9 @@
  * all three alike. PgBouncer's own CPU is counted too. Result: bench/results/drain-pgbouncer.json.
  */
 import { performance } from 'node:perf_hooks';
-import { createChronos, type Chronos, type WorkOptions } from '../src/library.js';
-import type { ClaimMode } from '../src/index.js';
-import { LiteDb, sql } from '../src/store/db.js';
+import { createChronos, type Chronos, type WorkOptions } from '../packages/chronos-timers/src/library.js';
+import type { ClaimMode } from '../packages/chronos-timers/src/index.js';
+import { LiteDb, sql } from '../packages/chronos-timers/src/store/db.js';
 import { PgBouncer } from '../test/scenarios/support/pgbouncer.js';
 import {
   backendsFromArgs,

@@ -20,7 +20,7 @@ import { Session } from 'node:inspector/promises';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { createChronos } from '../src/index.js';
+import { createChronos } from '../packages/chronos-timers/src/index.js';
 import { createPostgres, log, numberArg } from './support.js';
 
 interface Measured {

@@ -27,8 +27,8 @@ import { createServer, type AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
-import { KeyService } from '../src/core/key-service.js';
-import { sql } from '../src/store/db.js';
+import { KeyService } from '../packages/chronos-timers/src/core/key-service.js';
+import { sql } from '../packages/chronos-timers/src/store/db.js';
 import { PgBouncer } from '../test/scenarios/support/pgbouncer.js';
 import {
   createPostgres,
@@ -41,7 +41,7 @@ import {
 } from './support.js';
 import { quietEnough } from './webhook-support.js';
 
-const BIN = fileURLToPath(new URL('../bin/chronos.js', import.meta.url));
+const BIN = fileURLToPath(new URL('../packages/chronos-timers-server/bin/chronos.js', import.meta.url));
 const seconds = numberArg('seconds', 10);
 const connections = numberArg('connections', 16);
 const owners = numberArg('owners', 256);

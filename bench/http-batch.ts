@@ -14,10 +14,10 @@ import { createServer, type AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
-import { KeyService } from '../src/core/key-service.js';
+import { KeyService } from '../packages/chronos-timers/src/core/key-service.js';
 import { createPostgres, log, numberArg, summarize, waitForQuiet, writeResult } from './support.js';
 
-const BIN = fileURLToPath(new URL('../bin/chronos.js', import.meta.url));
+const BIN = fileURLToPath(new URL('../packages/chronos-timers-server/bin/chronos.js', import.meta.url));
 const OWNER = 'did:matrix:6f1c2a9e-8b1d-4f7a-9a51-0c3e5d7b2f10:bench';
 const rounds = numberArg('rounds', 30);
 const warmup = numberArg('warmup', 3);

@@ -11,7 +11,7 @@
  * Result: bench/results/index-cost.json.
  */
 import pg from 'pg';
-import { createChronos } from '../src/index.js';
+import { createChronos } from '../packages/chronos-timers/src/index.js';
 import { createEmptyPostgres, libraryRows, log, timedInserts, writeResult } from './support.js';
 
 const ROWS = 50_000;

@@ -17,7 +17,7 @@
  * Result: bench/results/index-variants.json.
  */
 import pg from 'pg';
-import { createChronos } from '../src/index.js';
+import { createChronos } from '../packages/chronos-timers/src/index.js';
 import { createEmptyPostgres, libraryRows, log, numberArg, timedInserts, writeResult } from './support.js';
 
 const ROWS = numberArg('rows', 5_000);

@@ -20,9 +20,9 @@
  *   npx tsx bench/lateness.ts [--backend=postgres|pglite|both] [--count=1000] [--spread=10000]
  */
 import { performance } from 'node:perf_hooks';
-import { createChronos, type Chronos } from '../src/library.js';
-import type { TimerFire } from '../src/receivers/handler.js';
-import { LiteDb, sql, type Db } from '../src/store/db.js';
+import { createChronos, type Chronos } from '../packages/chronos-timers/src/library.js';
+import type { TimerFire } from '../packages/chronos-timers/src/receivers/handler.js';
+import { LiteDb, sql, type Db } from '../packages/chronos-timers/src/store/db.js';
 import {
   backendsFromArgs,
   deadline,

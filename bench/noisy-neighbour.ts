@@ -6,12 +6,12 @@
  *
  *   npx tsx bench/noisy-neighbour.ts            # PostgreSQL (BENCH_DATABASE_URL)
  */
-import { AlarmService } from '../src/core/alarm-service.js';
-import { parseOwner } from '../src/core/owner.js';
-import { Dispatcher } from '../src/dispatch/dispatcher.js';
-import { WebhookReceiver } from '../src/receivers/webhook.js';
-import { DbClock } from '../src/store/db-clock.js';
-import { sql } from '../src/store/db.js';
+import { AlarmService } from '../packages/chronos-timers/src/core/alarm-service.js';
+import { parseOwner } from '../packages/chronos-timers/src/core/owner.js';
+import { Dispatcher } from '../packages/chronos-timers/src/dispatch/dispatcher.js';
+import { WebhookReceiver } from '../packages/chronos-timers-server/src/receivers/webhook.js';
+import { DbClock } from '../packages/chronos-timers/src/store/db-clock.js';
+import { sql } from '../packages/chronos-timers/src/store/db.js';
 import { Sink } from '../test/support/sink.js';
 import { createPostgres, summarize } from './support.js';
 

@@ -20,9 +20,9 @@
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import type { PGlite } from '@electric-sql/pglite';
-import { createChronos, type Chronos, type TimerSpec } from '../src/library.js';
-import { LIBRARY_OWNER, parseOwner } from '../src/core/owner.js';
-import { LiteDb } from '../src/store/db.js';
+import { createChronos, type Chronos, type TimerSpec } from '../packages/chronos-timers/src/library.js';
+import { LIBRARY_OWNER, parseOwner } from '../packages/chronos-timers/src/core/owner.js';
+import { LiteDb } from '../packages/chronos-timers/src/store/db.js';
 import {
   backendCpu,
   backendCpuSince,

@@ -11,9 +11,9 @@
  */
 import { connect, type Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
-import { loadConfig } from '../src/config.js';
-import { silentLogger } from '../src/logger.js';
-import { startServer } from '../src/server.js';
+import { loadConfig } from '../packages/chronos-timers/src/config.js';
+import { silentLogger } from '../packages/chronos-timers/src/logger.js';
+import { startServer } from '../packages/chronos-timers-server/src/server.js';
 
 const arg = (name: string, fallback: string) =>
   process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback;

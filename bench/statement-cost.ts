@@ -22,9 +22,9 @@
  *
  * The first five iterations warm up (custom plans, then the generic plan) and are not counted.
  */
-import { decideOutcome } from '../src/dispatch/outcome.js';
-import { alarmsClaimDue, alarmsRecordOutcomes } from '../src/store/claims.js';
-import { PgDb, sql } from '../src/store/db.js';
+import { decideOutcome } from '../packages/chronos-timers/src/dispatch/outcome.js';
+import { alarmsClaimDue, alarmsRecordOutcomes } from '../packages/chronos-timers/src/store/claims.js';
+import { PgDb, sql } from '../packages/chronos-timers/src/store/db.js';
 import {
   createPostgres,
   loadDueAlarms,

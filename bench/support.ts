@@ -15,15 +15,22 @@ import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import type { PGlite } from '@electric-sql/pglite';
-import { LiteDb, PgDb, sql, type BackendKind, type Db } from '../src/store/db.js';
-import { openEmbedded } from '../src/store/embedded.js';
-import { migrate } from '../src/store/migrate.js';
+import {
+  LiteDb,
+  PgDb,
+  sql,
+  type BackendKind,
+  type Db,
+  type PGliteLike,
+} from '../packages/chronos-timers/src/store/db.js';
+import { openEmbedded } from '../packages/chronos-timers/src/store/embedded.js';
+import { migrate } from '../packages/chronos-timers/src/store/migrate.js';
 
 /**
  * Statements on the store a library instance opened, for a benchmark's own counts: its PGlite
  * (one connection, shared), or a connection of its own to the PostgreSQL at `url`.
  */
-export function storeOf(chronos: { pglite: PGlite | null }, url: string | null): Db {
+export function storeOf(chronos: { pglite: PGliteLike | null }, url: string | null): Db {
   if (chronos.pglite) return new LiteDb(chronos.pglite);
   return PgDb.connect(url!, 1);
 }

@@ -32,15 +32,15 @@
  */
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import { Dispatcher } from '../src/dispatch/dispatcher.js';
-import { RawJson } from '../src/json.js';
-import { Metrics } from '../src/metrics.js';
-import type { Fire, Receiver } from '../src/receivers/receiver.js';
-import { webhookHeaders } from '../src/receivers/signing.js';
-import { wakeBody } from '../src/receivers/wake-body.js';
-import { WebhookReceiver } from '../src/receivers/webhook.js';
-import { sql, type Db } from '../src/store/db.js';
-import type { Alarm } from '../src/types.js';
+import { Dispatcher } from '../packages/chronos-timers/src/dispatch/dispatcher.js';
+import { RawJson } from '../packages/chronos-timers/src/json.js';
+import { Metrics } from '../packages/chronos-timers-server/src/metrics.js';
+import type { Fire, Receiver } from '../packages/chronos-timers/src/receivers/receiver.js';
+import { webhookHeaders } from '../packages/chronos-timers-server/src/receivers/signing.js';
+import { wakeBody } from '../packages/chronos-timers-server/src/receivers/wake-body.js';
+import { WebhookReceiver } from '../packages/chronos-timers-server/src/receivers/webhook.js';
+import { sql, type Db } from '../packages/chronos-timers/src/store/db.js';
+import type { Alarm } from '../packages/chronos-timers/src/types.js';
 import {
   createPostgres,
   log,

@@ -19,10 +19,10 @@
  * `--quiet=N` waits (up to 5 min) before each run until the CPU pressure is under N %.
  */
 import { randomBytes } from 'node:crypto';
-import { Dispatcher } from '../src/dispatch/dispatcher.js';
-import { Metrics } from '../src/metrics.js';
-import { WebhookReceiver } from '../src/receivers/webhook.js';
-import { sql } from '../src/store/db.js';
+import { Dispatcher } from '../packages/chronos-timers/src/dispatch/dispatcher.js';
+import { Metrics } from '../packages/chronos-timers-server/src/metrics.js';
+import { WebhookReceiver } from '../packages/chronos-timers-server/src/receivers/webhook.js';
+import { sql } from '../packages/chronos-timers/src/store/db.js';
 import {
   createPostgres,
   log,
@@ -150,7 +150,7 @@ async function main(): Promise<void> {
   log(`written ${path}`);
 }
 
-async function waitDrained(db: import('../src/store/db.js').Db, pattern: string): Promise<void> {
+async function waitDrained(db: import('../packages/chronos-timers/src/store/db.js').Db, pattern: string): Promise<void> {
   for (;;) {
     const [row] = await db.query<{ n: number }>(pending, [pattern]);
     if (row!.n === 0) return;

@@ -3,7 +3,7 @@
  * `chronos.pglite`, so they share the one embedded database.
  * Run: npx tsx examples/library-embedded.ts
  */
-import { createChronos } from '../src/index.js'; // in your application: from 'chronos-timers'
+import { createChronos } from '../packages/chronos-timers/src/index.js'; // in your application: from 'chronos-timers'
 
 const chronos = await createChronos({ dataDir: process.env.CHRONOS_DATA_DIR ?? './.chronos-example' });
 await chronos.migrate();

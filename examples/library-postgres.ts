@@ -3,7 +3,7 @@
  * Run: DATABASE_URL=postgres://… npx tsx examples/library-postgres.ts
  */
 import pg from 'pg';
-import { createChronos } from '../src/index.js'; // in your application: from 'chronos-timers'
+import { createChronos } from '../packages/chronos-timers/src/index.js'; // in your application: from 'chronos-timers'
 
 const pool = new pg.Pool({
   connectionString: process.env.DATABASE_URL ?? 'postgres://root@127.0.0.1:5432/test',

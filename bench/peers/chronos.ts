@@ -22,8 +22,8 @@ import {
   type ChronosOptions,
   type TimerSpec,
   type WorkOptions,
-} from '../../src/index.js';
-import { PgDb, type Db } from '../../src/store/db.js';
+} from '../../packages/chronos-timers/src/index.js';
+import { PgDb, type Db } from '../../packages/chronos-timers/src/store/db.js';
 import type {
   FireHandler,
   Peer,

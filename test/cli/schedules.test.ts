@@ -6,10 +6,10 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
-import { RawJson } from '../../src/json.js';
-import { silentLogger } from '../../src/logger.js';
-import { startServer } from '../../src/server.js';
+import { loadConfig } from '../../packages/chronos-timers/src/config.js';
+import { RawJson } from '../../packages/chronos-timers/src/json.js';
+import { silentLogger } from '../../packages/chronos-timers/src/logger.js';
+import { startServer } from '../../packages/chronos-timers-server/src/server.js';
 import { describePostgresOnly } from '../support/backends.js';
 import { createTestDatabase, type TestDatabase } from '../support/databases.js';
 import { OTHER, OWNER } from '../support/harness.js';

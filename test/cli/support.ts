@@ -10,13 +10,13 @@ import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll } from 'vitest';
-import { loadConfig } from '../../src/config.js';
-import { silentLogger } from '../../src/logger.js';
-import { startServer, type RunningServer } from '../../src/server.js';
+import { loadConfig } from '../../packages/chronos-timers/src/config.js';
+import { silentLogger } from '../../packages/chronos-timers/src/logger.js';
+import { startServer, type RunningServer } from '../../packages/chronos-timers-server/src/server.js';
 import { TMP_DIR } from '../support/env.js';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-export const BIN = join(ROOT, 'bin', 'chronos.js');
+export const BIN = join(ROOT, 'packages', 'chronos-timers-server', 'bin', 'chronos.js');
 
 /** The environment of a child: this one without anything that would point it at a real store. */
 export function childEnv(extra: Record<string, string> = {}): Record<string, string> {

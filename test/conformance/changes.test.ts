@@ -1,6 +1,6 @@
 import { expect, it } from 'vitest';
-import { isChronosError } from '../../src/errors.js';
-import type { Delivery } from '../../src/receivers/receiver.js';
+import { isChronosError } from '../../packages/chronos-timers/src/errors.js';
+import type { Delivery } from '../../packages/chronos-timers/src/receivers/receiver.js';
 import { describeEachBackend } from '../support/backends.js';
 import {
   alarmRow,
@@ -15,8 +15,8 @@ import {
   RecordingReceiver,
   until,
 } from '../support/harness.js';
-import { AlarmService } from '../../src/core/alarm-service.js';
-import { DbClock } from '../../src/store/db-clock.js';
+import { AlarmService } from '../../packages/chronos-timers/src/core/alarm-service.js';
+import { DbClock } from '../../packages/chronos-timers/src/store/db-clock.js';
 
 const api = { source: 'api' } as const;
 

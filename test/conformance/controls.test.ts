@@ -1,6 +1,6 @@
 import { expect, it } from 'vitest';
-import { isChronosError } from '../../src/errors.js';
-import { alarmView } from '../../src/wire/views.js';
+import { isChronosError } from '../../packages/chronos-timers/src/errors.js';
+import { alarmView } from '../../packages/chronos-timers/src/wire/views.js';
 import { describeEachBackend } from '../support/backends.js';
 import {
   alarmRow,

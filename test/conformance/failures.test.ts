@@ -1,4 +1,4 @@
-import { RawJson } from '../../src/json.js';
+import { RawJson } from '../../packages/chronos-timers/src/json.js';
 import { expect, it } from 'vitest';
 import { describeEachBackend } from '../support/backends.js';
 import {
@@ -11,8 +11,8 @@ import {
   RecordingReceiver,
   wakesOf,
 } from '../support/harness.js';
-import { stringifyJson } from '../../src/json.js';
-import { alarmView } from '../../src/wire/views.js';
+import { stringifyJson } from '../../packages/chronos-timers/src/json.js';
+import { alarmView } from '../../packages/chronos-timers/src/wire/views.js';
 import { libraryOn } from '../support/library.js';
 
 const api = { source: 'api' } as const;

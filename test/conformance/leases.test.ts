@@ -1,7 +1,7 @@
-import type { AlarmSpec } from '../../src/core/alarm-spec.js';
+import type { AlarmSpec } from '../../packages/chronos-timers/src/core/alarm-spec.js';
 import { expect, it } from 'vitest';
-import { alarmsClaimDue } from '../../src/store/claims.js';
-import { sql } from '../../src/store/db.js';
+import { alarmsClaimDue } from '../../packages/chronos-timers/src/store/claims.js';
+import { sql } from '../../packages/chronos-timers/src/store/db.js';
 import { describeEachBackend, postgresOnly } from '../support/backends.js';
 import {
   alarmRow,
@@ -16,7 +16,7 @@ import {
   until,
   wakesOf,
 } from '../support/harness.js';
-import type { Delivery } from '../../src/receivers/receiver.js';
+import type { Delivery } from '../../packages/chronos-timers/src/receivers/receiver.js';
 
 const api = { source: 'api' } as const;
 

@@ -1,7 +1,7 @@
 import { expect, it } from 'vitest';
-import { TestClock } from '../../src/clock.js';
-import { nextFires } from '../../src/schedule/resolve.js';
-import { nextOccurrence } from '../../src/schedule/next-occurrence.js';
+import { TestClock } from '../../packages/chronos-timers/src/clock.js';
+import { nextFires } from '../../packages/chronos-timers/src/schedule/resolve.js';
+import { nextOccurrence } from '../../packages/chronos-timers/src/schedule/next-occurrence.js';
 import { describeEachBackend } from '../support/backends.js';
 import {
   alarmRow,
@@ -12,7 +12,7 @@ import {
   RecordingReceiver,
   wakesOf,
 } from '../support/harness.js';
-import { Metrics } from '../../src/metrics.js';
+import { Metrics } from '../../packages/chronos-timers-server/src/metrics.js';
 
 const api = { source: 'api' } as const;
 

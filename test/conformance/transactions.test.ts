@@ -2,7 +2,7 @@ import { expect, it } from 'vitest';
 import { describeEachBackend, postgresOnly } from '../support/backends.js';
 import { backdate, makeService, OWNER, OTHER, until } from '../support/harness.js';
 import { appOrders, inCallerTransaction, insertOrder, libraryOn } from '../support/library.js';
-import type { TimerFire } from '../../src/receivers/handler.js';
+import type { TimerFire } from '../../packages/chronos-timers/src/receivers/handler.js';
 
 describeEachBackend('conformance: the caller’s transaction', ({ t, kind }) => {
   it('committed-timer-fires: a timer written in a committed transaction fires', async () => {

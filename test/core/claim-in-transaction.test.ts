@@ -6,10 +6,10 @@
  * a worker that dies mid-batch leaves its rows as they were, due again at once.
  */
 import { expect, it } from 'vitest';
-import type { Delivery } from '../../src/receivers/receiver.js';
-import { alarmsClaimDue } from '../../src/store/claims.js';
-import { PgDb, sql } from '../../src/store/db.js';
-import type { ClaimedAlarm } from '../../src/types.js';
+import type { Delivery } from '../../packages/chronos-timers/src/receivers/receiver.js';
+import { alarmsClaimDue } from '../../packages/chronos-timers/src/store/claims.js';
+import { PgDb, sql } from '../../packages/chronos-timers/src/store/db.js';
+import type { ClaimedAlarm } from '../../packages/chronos-timers/src/types.js';
 import { describeEachBackend, postgresOnly } from '../support/backends.js';
 import {
   alarmRow,

@@ -6,10 +6,10 @@
  * lease is reclaimed with the same wake id, a stale worker is fenced out, a cron timer advances.
  */
 import { expect, it } from 'vitest';
-import type { Delivery } from '../../src/receivers/receiver.js';
-import { alarmsGet } from '../../src/store/alarms.js';
-import { alarmsClaimDue } from '../../src/store/claims.js';
-import { sql } from '../../src/store/db.js';
+import type { Delivery } from '../../packages/chronos-timers/src/receivers/receiver.js';
+import { alarmsGet } from '../../packages/chronos-timers/src/store/alarms.js';
+import { alarmsClaimDue } from '../../packages/chronos-timers/src/store/claims.js';
+import { sql } from '../../packages/chronos-timers/src/store/db.js';
 import { describeEachBackend } from '../support/backends.js';
 import {
   alarmRow,
@@ -24,8 +24,8 @@ import {
   until,
 } from '../support/harness.js';
 import { libraryOn } from '../support/library.js';
-import { parseOwner } from '../../src/core/owner.js';
-import type { ClaimedAlarm } from '../../src/types.js';
+import { parseOwner } from '../../packages/chronos-timers/src/core/owner.js';
+import type { ClaimedAlarm } from '../../packages/chronos-timers/src/types.js';
 
 const historyRows = sql(
   'test_history_rows',

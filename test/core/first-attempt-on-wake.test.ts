@@ -6,10 +6,10 @@
  * listed once, not twice.
  */
 import { expect, it } from 'vitest';
-import { WakeService } from '../../src/core/wake-service.js';
-import { decideOutcome } from '../../src/dispatch/outcome.js';
-import { alarmsClaimDue, alarmsRecordOutcomes, type Claim, type Outcome } from '../../src/store/claims.js';
-import { sql } from '../../src/store/db.js';
+import { WakeService } from '../../packages/chronos-timers/src/core/wake-service.js';
+import { decideOutcome } from '../../packages/chronos-timers/src/dispatch/outcome.js';
+import { alarmsClaimDue, alarmsRecordOutcomes, type Claim, type Outcome } from '../../packages/chronos-timers/src/store/claims.js';
+import { sql } from '../../packages/chronos-timers/src/store/db.js';
 import { describeEachBackend } from '../support/backends.js';
 import { backdate, makeDispatcher, makeService, OWNER, RecordingReceiver } from '../support/harness.js';
 

@@ -5,10 +5,10 @@
  * comes, it is recorded alike: delivered, or a failure to retry with the error's text.
  */
 import { expect, it } from 'vitest';
-import { HandlerReceiver, type TimerHandler } from '../../src/receivers/handler.js';
-import type { Fire } from '../../src/receivers/receiver.js';
-import { RawJson } from '../../src/json.js';
-import type { ClaimedAlarm } from '../../src/types.js';
+import { HandlerReceiver, type TimerHandler } from '../../packages/chronos-timers/src/receivers/handler.js';
+import type { Fire } from '../../packages/chronos-timers/src/receivers/receiver.js';
+import { RawJson } from '../../packages/chronos-timers/src/json.js';
+import type { ClaimedAlarm } from '../../packages/chronos-timers/src/types.js';
 import { describeEachBackend } from '../support/backends.js';
 import { alarmRow, backdate, makeDispatcher } from '../support/harness.js';
 import { libraryOn } from '../support/library.js';

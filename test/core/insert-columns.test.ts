@@ -12,7 +12,7 @@
  * the database knows read back, and the answer the same as the stored rows.
  */
 import { expect, it } from 'vitest';
-import type { Timer } from '../../src/library.js';
+import type { Timer } from '../../packages/chronos-timers/src/library.js';
 import { describeEachBackend } from '../support/backends.js';
 import { inCallerTransaction, libraryOn } from '../support/library.js';
 

@@ -3,10 +3,10 @@
  * failed delivery is capped; the loops have database connections the API cannot take.
  */
 import { expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
-import { silentLogger } from '../../src/logger.js';
-import { ChronosService } from '../../src/service.js';
-import { LAST_ERROR_MAX_CHARS } from '../../src/store/last-error.js';
+import { loadConfig } from '../../packages/chronos-timers/src/config.js';
+import { silentLogger } from '../../packages/chronos-timers/src/logger.js';
+import { ChronosService } from '../../packages/chronos-timers-server/src/service.js';
+import { LAST_ERROR_MAX_CHARS } from '../../packages/chronos-timers/src/store/last-error.js';
 import { describeEachBackend, postgresOnly } from '../support/backends.js';
 import {
   alarmRow,

@@ -4,8 +4,8 @@
  * never repeats the password.
  */
 import { describe, expect, it } from 'vitest';
-import { isChronosError } from '../../src/errors.js';
-import { createChronos, type ChronosOptions } from '../../src/library.js';
+import { isChronosError } from '../../packages/chronos-timers/src/errors.js';
+import { createChronos, type ChronosOptions } from '../../packages/chronos-timers/src/library.js';
 
 async function refusal(options: ChronosOptions): Promise<string[]> {
   const error = await createChronos(options).then(

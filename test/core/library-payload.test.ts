@@ -13,7 +13,7 @@ import type {
   TimerHandler,
   TimerSpec,
   WorkOptions,
-} from '../../src/index.js';
+} from '../../packages/chronos-timers/src/index.js';
 import { describeEachBackend } from '../support/backends.js';
 import { backdate } from '../support/harness.js';
 import { inCallerTransaction, libraryOn } from '../support/library.js';

@@ -5,10 +5,10 @@
  * its table forever, and one with a server keeps each to its own retention.
  */
 import { expect, it } from 'vitest';
-import { isChronosError } from '../../src/errors.js';
-import { createChronos } from '../../src/library.js';
-import { sql } from '../../src/store/db.js';
-import { ATTEMPTS_OF_WAKE } from '../../src/store/wakes.js';
+import { isChronosError } from '../../packages/chronos-timers/src/errors.js';
+import { createChronos } from '../../packages/chronos-timers/src/library.js';
+import { sql } from '../../packages/chronos-timers/src/store/db.js';
+import { ATTEMPTS_OF_WAKE } from '../../packages/chronos-timers/src/store/wakes.js';
 import { describeEachBackend } from '../support/backends.js';
 import { backdate, gate } from '../support/harness.js';
 import { libraryOn } from '../support/library.js';

@@ -4,7 +4,7 @@
  * process could render that text itself (json.ts, `jsonbText`) or had to read it back.
  */
 import { expect, it } from 'vitest';
-import type { ChronosError } from '../../src/errors.js';
+import type { ChronosError } from '../../packages/chronos-timers/src/errors.js';
 import { describeEachBackend } from '../support/backends.js';
 import { inCallerTransaction, libraryOn } from '../support/library.js';
 

@@ -6,7 +6,7 @@
  * every channel again, and tells every listener '' (re-poll: something may have been missed).
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { PgDb, sql } from '../../src/store/db.js';
+import { PgDb, sql } from '../../packages/chronos-timers/src/store/db.js';
 import { describePostgresOnly } from '../support/backends.js';
 import { createTestDatabase, type TestDatabase } from '../support/databases.js';
 

@@ -2,8 +2,8 @@ import { expect, it } from 'vitest';
 import { mkdtemp, writeFile, cp } from 'node:fs/promises';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
-import { MIGRATIONS_DIR, migrate, migrationFiles, pendingMigrations } from '../../src/store/migrate.js';
-import { sql } from '../../src/store/db.js';
+import { MIGRATIONS_DIR, migrate, migrationFiles, pendingMigrations } from '../../packages/chronos-timers/src/store/migrate.js';
+import { sql } from '../../packages/chronos-timers/src/store/db.js';
 import { describeEachBackend, postgresOnly } from '../support/backends.js';
 
 const versions = sql(

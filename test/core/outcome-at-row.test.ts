@@ -6,10 +6,10 @@
  * by id alone: the case is kept here as the check that a moved row changes nothing there either.)
  */
 import { expect, it } from 'vitest';
-import { sql } from '../../src/store/db.js';
-import { ATTEMPTS_OF_WAKE } from '../../src/store/wakes.js';
-import type { ClaimedAlarm } from '../../src/types.js';
-import { alarmsClaimDue } from '../../src/store/claims.js';
+import { sql } from '../../packages/chronos-timers/src/store/db.js';
+import { ATTEMPTS_OF_WAKE } from '../../packages/chronos-timers/src/store/wakes.js';
+import type { ClaimedAlarm } from '../../packages/chronos-timers/src/types.js';
+import { alarmsClaimDue } from '../../packages/chronos-timers/src/store/claims.js';
 import { describeEachBackend, postgresOnly } from '../support/backends.js';
 import {
   alarmRow,

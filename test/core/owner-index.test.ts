@@ -4,9 +4,9 @@
  * when planned generically, as a prepared statement is after its fifth run.
  */
 import { expect, it } from 'vitest';
-import { OWNER_STATEMENTS } from '../../src/store/alarms.js';
-import { sql, type Db, type Statement } from '../../src/store/db.js';
-import { dueOfOwner } from '../../src/store/fire-stats.js';
+import { OWNER_STATEMENTS } from '../../packages/chronos-timers/src/store/alarms.js';
+import { sql, type Db, type Statement } from '../../packages/chronos-timers/src/store/db.js';
+import { dueOfOwner } from '../../packages/chronos-timers/src/store/fire-stats.js';
 import { describeEachBackend } from '../support/backends.js';
 import { OWNER } from '../support/harness.js';
 

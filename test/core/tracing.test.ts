@@ -7,12 +7,12 @@
 import { trace } from '@opentelemetry/api';
 import { InMemorySpanExporter, NodeTracerProvider, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-node';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
-import { silentLogger } from '../../src/logger.js';
-import { createApp } from '../../src/server.js';
-import { WebhookReceiver } from '../../src/receivers/webhook.js';
-import { ChronosService } from '../../src/service.js';
-import { sql } from '../../src/store/db.js';
+import { loadConfig } from '../../packages/chronos-timers/src/config.js';
+import { silentLogger } from '../../packages/chronos-timers/src/logger.js';
+import { createApp } from '../../packages/chronos-timers-server/src/server.js';
+import { WebhookReceiver } from '../../packages/chronos-timers-server/src/receivers/webhook.js';
+import { ChronosService } from '../../packages/chronos-timers-server/src/service.js';
+import { sql } from '../../packages/chronos-timers/src/store/db.js';
 import { describeEachBackend } from '../support/backends.js';
 import { backdate, OWNER } from '../support/harness.js';
 import { Sink } from '../support/sink.js';

@@ -1,7 +1,7 @@
 import { pino } from 'pino';
 import { expect, it } from 'vitest';
-import { TestClock } from '../../src/clock.js';
-import { RawJson } from '../../src/json.js';
+import { TestClock } from '../../packages/chronos-timers/src/clock.js';
+import { RawJson } from '../../packages/chronos-timers/src/json.js';
 import { describeEachBackend } from '../support/backends.js';
 import { alarmRow, backdate, dueNow, makeService, OWNER, wakesOf } from '../support/harness.js';
 import { newSecret, useDelivery } from './support.js';

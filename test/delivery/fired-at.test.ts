@@ -1,5 +1,5 @@
 import { expect, it } from 'vitest';
-import { wakesGet } from '../../src/store/wakes.js';
+import { wakesGet } from '../../packages/chronos-timers/src/store/wakes.js';
 import { describeEachBackend } from '../support/backends.js';
 import { backdate, makeDispatcher, makeService, OWNER, RecordingReceiver } from '../support/harness.js';
 

@@ -10,7 +10,7 @@ import {
   parseRetryAfter,
   postSigned,
   type SignedPost,
-} from '../../src/receivers/http-post.js';
+} from '../../packages/chronos-timers-server/src/receivers/http-post.js';
 
 const SECRET = `whsec_${randomBytes(24).toString('base64')}`;
 

@@ -3,9 +3,9 @@
  * (issue 45): the other owners' wakes are delivered while the hung ones are in flight.
  */
 import { expect, it } from 'vitest';
-import { ownerShare } from '../../src/dispatch/dispatcher.js';
-import { alarmsClaimDue, alarmsReleaseUnsent } from '../../src/store/claims.js';
-import { ROUTER_QUEUE } from '../../src/types.js';
+import { ownerShare } from '../../packages/chronos-timers/src/dispatch/dispatcher.js';
+import { alarmsClaimDue, alarmsReleaseUnsent } from '../../packages/chronos-timers/src/store/claims.js';
+import { ROUTER_QUEUE } from '../../packages/chronos-timers/src/types.js';
 import { describeEachBackend } from '../support/backends.js';
 import { backdate, makeService, OTHER, OWNER } from '../support/harness.js';
 import { useDelivery } from './support.js';

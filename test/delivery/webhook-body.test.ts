@@ -1,7 +1,7 @@
-import { RawJson } from '../../src/json.js';
+import { RawJson } from '../../packages/chronos-timers/src/json.js';
 import { Webhook } from 'standardwebhooks';
 import { expect, it } from 'vitest';
-import { rawMember } from '../../src/json.js';
+import { rawMember } from '../../packages/chronos-timers/src/json.js';
 import { describeEachBackend } from '../support/backends.js';
 import { alarmRow, backdate, makeService, OWNER, wakesOf } from '../support/harness.js';
 import { newSecret, useDelivery } from './support.js';

@@ -1,7 +1,7 @@
-import type { AlarmSpec } from '../../src/core/alarm-spec.js';
+import type { AlarmSpec } from '../../packages/chronos-timers/src/core/alarm-spec.js';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
-import { alarmsClaimDue } from '../../src/store/claims.js';
-import type { Alarm } from '../../src/types.js';
+import { alarmsClaimDue } from '../../packages/chronos-timers/src/store/claims.js';
+import type { Alarm } from '../../packages/chronos-timers/src/types.js';
 import { describeEachBackend } from '../support/backends.js';
 import { alarmRow, backdate, dueNow, lapseLease, makeService, OWNER, wakesOf } from '../support/harness.js';
 import { Sink } from '../support/sink.js';

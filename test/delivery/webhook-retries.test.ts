@@ -1,4 +1,4 @@
-import type { AlarmSpec } from '../../src/core/alarm-spec.js';
+import type { AlarmSpec } from '../../packages/chronos-timers/src/core/alarm-spec.js';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { describeEachBackend } from '../support/backends.js';
 import { alarmRow, backdate, dueNow, makeService, OWNER, wakesOf } from '../support/harness.js';

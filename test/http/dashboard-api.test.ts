@@ -4,8 +4,8 @@
  * figures — each refusing bad input with a 400 naming the parameter.
  */
 import { afterEach, beforeEach, expect, it } from 'vitest';
-import { nextFires } from '../../src/schedule/resolve.js';
-import { sql } from '../../src/store/db.js';
+import { nextFires } from '../../packages/chronos-timers/src/schedule/resolve.js';
+import { sql } from '../../packages/chronos-timers/src/store/db.js';
 import { describeEachBackend } from '../support/backends.js';
 import { backdate } from '../support/harness.js';
 import {

@@ -7,7 +7,7 @@ import { afterEach, beforeEach, expect, it } from 'vitest';
 import { describeEachBackend } from '../support/backends.js';
 import { call, isProblem, openTestApp, snapshot, type TestApp } from './support.js';
 import { ALARM_FIELDS, mutate } from '../support/mutations.js';
-import { storedForm } from '../../src/json.js';
+import { storedForm } from '../../packages/chronos-timers/src/json.js';
 
 const valid = fc.constantFrom<Record<string, unknown>>(
   { in_seconds: 600 },

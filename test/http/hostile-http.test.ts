@@ -7,7 +7,7 @@
  */
 import { connect, type AddressInfo, type Socket } from 'node:net';
 import { afterEach, beforeEach, expect, it } from 'vitest';
-import { PIPELINE_DEPTH } from '../../src/http/app.js';
+import { PIPELINE_DEPTH } from '../../packages/chronos-timers-server/src/http/app.js';
 import { describeEachBackend } from '../support/backends.js';
 import { call, isProblem, OPERATOR_TOKEN, openTestApp, type TestApp } from './support.js';
 

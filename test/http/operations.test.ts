@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, expect, it } from 'vitest';
-import { createAlarmSchema } from '../../src/wire/alarm-input.js';
+import { createAlarmSchema } from '../../packages/chronos-timers/src/wire/alarm-input.js';
 import { describeEachBackend } from '../support/backends.js';
 import { backdate } from '../support/harness.js';
 import { call, isProblem, OPERATOR_TOKEN, openTestApp, OTHER, type TestApp } from './support.js';

@@ -8,11 +8,11 @@
  */
 import { createServer, connect, type AddressInfo, type Server, type Socket } from 'node:net';
 import { afterEach, beforeEach, expect } from 'vitest';
-import { loadConfig } from '../../src/config.js';
-import type { ChronosApp } from '../../src/http/app.js';
-import { createApp } from '../../src/server.js';
-import { silentLogger } from '../../src/logger.js';
-import { ChronosService } from '../../src/service.js';
+import { loadConfig } from '../../packages/chronos-timers/src/config.js';
+import type { ChronosApp } from '../../packages/chronos-timers-server/src/http/app.js';
+import { createApp } from '../../packages/chronos-timers-server/src/server.js';
+import { silentLogger } from '../../packages/chronos-timers/src/logger.js';
+import { ChronosService } from '../../packages/chronos-timers-server/src/service.js';
 import { describeEachBackend, postgresOnly } from '../support/backends.js';
 import { OWNER } from '../support/harness.js';
 import { call, isProblem, snapshot } from './support.js';

@@ -5,12 +5,12 @@
  */
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
-import { loadConfig } from '../../src/config.js';
-import type { ChronosApp } from '../../src/http/app.js';
-import { createApp } from '../../src/server.js';
-import { silentLogger, type Logger } from '../../src/logger.js';
-import { ChronosService } from '../../src/service.js';
-import { sql, type Db } from '../../src/store/db.js';
+import { loadConfig } from '../../packages/chronos-timers/src/config.js';
+import type { ChronosApp } from '../../packages/chronos-timers-server/src/http/app.js';
+import { createApp } from '../../packages/chronos-timers-server/src/server.js';
+import { silentLogger, type Logger } from '../../packages/chronos-timers/src/logger.js';
+import { ChronosService } from '../../packages/chronos-timers-server/src/service.js';
+import { sql, type Db } from '../../packages/chronos-timers/src/store/db.js';
 import { OTHER, OWNER, RecordingReceiver } from '../support/harness.js';
 
 export { OTHER, OWNER };

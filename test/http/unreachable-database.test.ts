@@ -5,11 +5,11 @@
  */
 import { createServer, connect, type AddressInfo, type Server, type Socket } from 'node:net';
 import { expect } from 'vitest';
-import { loadConfig } from '../../src/config.js';
-import { isChronosError } from '../../src/errors.js';
-import { createApp } from '../../src/server.js';
-import { ChronosService } from '../../src/service.js';
-import { PgDb } from '../../src/store/db.js';
+import { loadConfig } from '../../packages/chronos-timers/src/config.js';
+import { isChronosError } from '../../packages/chronos-timers/src/errors.js';
+import { createApp } from '../../packages/chronos-timers-server/src/server.js';
+import { ChronosService } from '../../packages/chronos-timers-server/src/service.js';
+import { PgDb } from '../../packages/chronos-timers/src/store/db.js';
 import { describeEachBackend, postgresOnly } from '../support/backends.js';
 import { OWNER } from '../support/harness.js';
 import { call, capturingLogger, isProblem } from './support.js';

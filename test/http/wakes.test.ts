@@ -1,10 +1,10 @@
 import { afterEach, beforeEach, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
-import { createApp } from '../../src/server.js';
-import { silentLogger } from '../../src/logger.js';
-import { ChronosService } from '../../src/service.js';
-import { sql } from '../../src/store/db.js';
-import type { Wake } from '../../src/types.js';
+import { loadConfig } from '../../packages/chronos-timers/src/config.js';
+import { createApp } from '../../packages/chronos-timers-server/src/server.js';
+import { silentLogger } from '../../packages/chronos-timers/src/logger.js';
+import { ChronosService } from '../../packages/chronos-timers-server/src/service.js';
+import { sql } from '../../packages/chronos-timers/src/store/db.js';
+import type { Wake } from '../../packages/chronos-timers/src/types.js';
 import { describeEachBackend, postgresOnly } from '../support/backends.js';
 import { backdate, RecordingReceiver, until } from '../support/harness.js';
 import {

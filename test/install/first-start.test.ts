@@ -66,26 +66,46 @@ describe('the prepare script (npm install in a checkout)', () => {
 
 describe('bin/chronos.js in a checkout', () => {
   let checkout: string;
+  const LIB = 'packages/chronos-timers';
+  const SRV = 'packages/chronos-timers-server';
   const chronos = () =>
-    spawnSync(process.execPath, [join(checkout, 'bin/chronos.js')], { cwd: checkout, encoding: 'utf8' });
+    spawnSync(process.execPath, [join(checkout, SRV, 'bin/chronos.js')], { cwd: checkout, encoding: 'utf8' });
+  const stampBoth = () => {
+    for (const pkg of [LIB, SRV]) {
+      const stamp = spawnSync(
+        process.execPath,
+        [join(checkout, 'scripts/source-stamp.mjs'), '--write', join(checkout, pkg)],
+        { encoding: 'utf8' },
+      );
+      expect(stamp.status, stamp.stderr).toBe(0);
+    }
+  };
   beforeAll(() => {
     mkdirSync(TMP_DIR, { recursive: true });
     checkout = mkdtempSync(join(TMP_DIR, 'checkout-'));
     for (const f of [
-      'bin/chronos.js',
-      'bin/source-stamp.js',
+      `${SRV}/bin/chronos.js`,
+      `${SRV}/bin/source-resolve.js`,
+      `${SRV}/package.json`,
+      `${SRV}/tsconfig.build.json`,
+      `${LIB}/package.json`,
+      `${LIB}/tsconfig.build.json`,
+      'scripts/source-stamp.mjs',
       'package.json',
       'tsconfig.json',
-      'tsconfig.build.json',
     ]) {
+      mkdirSync(join(checkout, f, '..'), { recursive: true });
       cpSync(join(ROOT, f), join(checkout, f));
     }
-    cpSync(join(ROOT, 'migrations'), join(checkout, 'migrations'), { recursive: true });
+    cpSync(join(ROOT, LIB, 'migrations'), join(checkout, LIB, 'migrations'), { recursive: true });
     symlinkSync(join(ROOT, 'node_modules'), join(checkout, 'node_modules'));
-    mkdirSync(join(checkout, 'src/cli'), { recursive: true });
-    mkdirSync(join(checkout, 'dist/cli'), { recursive: true });
-    writeFileSync(join(checkout, 'src/cli/main.ts'), "process.stdout.write('sources');\n");
-    writeFileSync(join(checkout, 'dist/cli/main.js'), "process.stdout.write('build');\n");
+    mkdirSync(join(checkout, SRV, 'src/cli'), { recursive: true });
+    mkdirSync(join(checkout, SRV, 'dist/cli'), { recursive: true });
+    mkdirSync(join(checkout, LIB, 'src'), { recursive: true });
+    mkdirSync(join(checkout, LIB, 'dist'), { recursive: true });
+    writeFileSync(join(checkout, LIB, 'src/index.ts'), 'export {};\n');
+    writeFileSync(join(checkout, SRV, 'src/cli/main.ts'), "process.stdout.write('sources');\n");
+    writeFileSync(join(checkout, SRV, 'dist/cli/main.js'), "process.stdout.write('build');\n");
   });
   afterAll(() => rmSync(checkout, { recursive: true, force: true }));
 
@@ -94,18 +114,20 @@ describe('bin/chronos.js in a checkout', () => {
     () => {
       // No stamp: a build of unknown sources is never run.
       expect(chronos().stdout).toBe('sources');
-      const stamp = spawnSync(process.execPath, [join(checkout, 'bin/source-stamp.js'), '--write'], {
-        encoding: 'utf8',
-      });
-      expect(stamp.status, stamp.stderr).toBe(0);
+      stampBoth();
       expect(chronos().stdout).toBe('build');
       // A source edited after the build: the build is stale, so the sources run.
-      writeFileSync(join(checkout, 'src/cli/main.ts'), "process.stdout.write('sources');\n// edited\n");
+      writeFileSync(join(checkout, SRV, 'src/cli/main.ts'), "process.stdout.write('sources');\n// edited\n");
       expect(chronos().stdout).toBe('sources');
-      writeFileSync(join(checkout, 'src/cli/main.ts'), "process.stdout.write('sources');\n");
+      writeFileSync(join(checkout, SRV, 'src/cli/main.ts'), "process.stdout.write('sources');\n");
+      expect(chronos().stdout).toBe('build');
+      // The library's sources count too: one edited, the builds are stale.
+      writeFileSync(join(checkout, LIB, 'src/index.ts'), 'export {};\n// edited\n');
+      expect(chronos().stdout).toBe('sources');
+      writeFileSync(join(checkout, LIB, 'src/index.ts'), 'export {};\n');
       expect(chronos().stdout).toBe('build');
       // A migration changed after the build: stale too.
-      writeFileSync(join(checkout, 'migrations/999_later.sql'), 'SELECT 1;\n');
+      writeFileSync(join(checkout, LIB, 'migrations/999_later.sql'), 'SELECT 1;\n');
       expect(chronos().stdout).toBe('sources');
     },
     SLOW,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { RawPayloads } from '../../src/mcp/raw-payloads.js';
+import { RawPayloads } from '../../packages/chronos-timers-server/src/mcp/raw-payloads.js';
 
 const call = (id: string, payload: string) =>
   `{"jsonrpc":"2.0","id":${id},"method":"tools/call","params":{"name":"schedule_alarm","arguments":{"in_seconds":60,"payload":${payload}}}}`;

@@ -8,11 +8,11 @@ import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
-import { silentLogger } from '../../src/logger.js';
-import { startServer, type RunningServer } from '../../src/server.js';
-import { lockPath, openEmbedded } from '../../src/store/embedded.js';
-import { sql } from '../../src/store/db.js';
+import { loadConfig } from '../../packages/chronos-timers/src/config.js';
+import { silentLogger } from '../../packages/chronos-timers/src/logger.js';
+import { startServer, type RunningServer } from '../../packages/chronos-timers-server/src/server.js';
+import { lockPath, openEmbedded } from '../../packages/chronos-timers/src/store/embedded.js';
+import { sql } from '../../packages/chronos-timers/src/store/db.js';
 import { createTestDatabase, type TestDatabase } from '../support/databases.js';
 import { dueNow } from '../support/harness.js';
 import {

@@ -10,13 +10,13 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { expect } from 'vitest';
-import { loadConfig } from '../../src/config.js';
-import type { ChronosApp } from '../../src/http/app.js';
-import { createApp } from '../../src/server.js';
-import { silentLogger } from '../../src/logger.js';
-import { TOOLS } from '../../src/mcp/tools/index.js';
-import { ChronosService } from '../../src/service.js';
-import type { Db } from '../../src/store/db.js';
+import { loadConfig } from '../../packages/chronos-timers/src/config.js';
+import type { ChronosApp } from '../../packages/chronos-timers-server/src/http/app.js';
+import { createApp } from '../../packages/chronos-timers-server/src/server.js';
+import { silentLogger } from '../../packages/chronos-timers/src/logger.js';
+import { TOOLS } from '../../packages/chronos-timers-server/src/mcp/tools/index.js';
+import { ChronosService } from '../../packages/chronos-timers-server/src/service.js';
+import type { Db } from '../../packages/chronos-timers/src/store/db.js';
 import {
   BIN,
   childEnv as cliChildEnv,

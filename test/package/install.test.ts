@@ -1,8 +1,10 @@
 /**
- * What ships is what is tested: `npm pack` makes the tarball (building it on prepack), which holds
- * no tests; it installs into an empty application with `npm install <tarball>`; there, with no
- * build step of the application's, `import { createChronos } from 'chronos-timers'` type-checks
- * and fires a timer, and `npx chronos` answers `--version` and serves.
+ * What ships is what is tested (contract §9): `npm pack --workspaces` makes the two tarballs
+ * (building each on prepack), which hold no tests. The library's installs alone into an empty
+ * application; there, with no build step of the application's, `import { createChronos } from
+ * 'chronos-timers'` type-checks under `strict` without `skipLibCheck` and fires a timer, and
+ * `dataDir` without PGlite says which package to add. With the server's beside it, `npx chronos`
+ * answers `--version` and serves.
  */
 import { execFile, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -38,52 +40,106 @@ describePostgresOnly(
   'the packed package',
   () => {
     let dir: string;
+    /** An application with the library alone. */
+    let lib: string;
+    /** An application with the library and the server. */
     let app: string;
-    let tarball: string;
+    const tarballs: Record<'chronos-timers' | 'chronos-timers-server', string> = {
+      'chronos-timers': '',
+      'chronos-timers-server': '',
+    };
     let t: TestDatabase;
+    const emptyApp = async (name: string, ...install: string[]) => {
+      const at = join(dir, name);
+      await run('mkdir', ['-p', at]);
+      await writeFile(
+        join(at, 'package.json'),
+        JSON.stringify({ name: `empty-${name}`, version: '1.0.0', private: true, type: 'module' }),
+      );
+      await run(NPM, ['install', ...install, '--no-audit', '--no-fund', '--prefer-offline', '--silent'], {
+        cwd: at,
+        maxBuffer: 1 << 24,
+      });
+      return at;
+    };
 
     beforeAll(async () => {
       t = await createTestDatabase('postgres');
       dir = await mkdtemp(join(ROOT, '.tmp', 'pack-'));
-      await run(NPM, ['pack', '--pack-destination', dir, '--silent'], { cwd: ROOT, maxBuffer: 1 << 24 });
-      const [file] = (await readdir(dir)).filter((f) => f.endsWith('.tgz'));
-      tarball = join(dir, file!);
-      app = join(dir, 'app');
-      await run('mkdir', ['-p', app]);
-      await writeFile(
-        join(app, 'package.json'),
-        JSON.stringify({ name: 'empty-app', version: '1.0.0', private: true, type: 'module' }),
-      );
-      await run(NPM, ['install', tarball, '--no-audit', '--no-fund', '--prefer-offline', '--silent'], {
-        cwd: app,
-        maxBuffer: 1 << 24,
+      const { stdout } = await run(NPM, ['pack', '--workspaces', '--json', '--pack-destination', dir], {
+        cwd: ROOT,
+        maxBuffer: 1 << 26,
       });
-    }, 180_000);
+      for (const packed of JSON.parse(stdout) as { name: keyof typeof tarballs; filename: string }[]) {
+        tarballs[packed.name] = join(dir, packed.filename);
+      }
+      lib = await emptyApp('lib', tarballs['chronos-timers']);
+      app = await emptyApp('app', tarballs['chronos-timers'], tarballs['chronos-timers-server']);
+    }, 240_000);
 
     afterAll(async () => {
       await t?.close();
       if (dir) await rm(dir, { recursive: true, force: true });
     });
 
-    it('holds dist, bin, migrations and the dashboard page, and no tests', async () => {
-      const { stdout } = await run('tar', ['-tzf', tarball], { maxBuffer: 1 << 24 });
-      const files = stdout.trim().split('\n');
+    const listing = async (tarball: string) =>
+      (await run('tar', ['-tzf', tarball], { maxBuffer: 1 << 24 })).stdout.trim().split('\n');
+
+    it('the library holds dist, migrations and the embedded template, and no tests', async () => {
+      const files = await listing(tarballs['chronos-timers']);
       expect(files).toContain('package/dist/index.js');
       expect(files).toContain('package/dist/index.d.ts');
-      expect(files).toContain('package/bin/chronos.js');
       expect(files.some((f) => f.startsWith('package/migrations/0001_'))).toBe(true);
-      expect(files.filter((f) => f.startsWith('package/ui/')).sort()).toEqual([
-        'package/ui/dashboard.css',
-        'package/ui/dashboard.js',
-        'package/ui/index.html',
-      ]);
-      // The embedded store's migrated template and its stamp (src/store/embedded-template.ts).
+      // The embedded store's migrated template and its stamp (store's embedded-template.ts).
       expect(files).toContain('package/dist/embedded/pgdata-template.tar.gz');
       expect(files).toContain('package/dist/embedded/pgdata-template.json');
       expect(files.filter((f) => /\.test\.|\/test\//.test(f) || f.startsWith('package/src/'))).toEqual([]);
     });
 
-    it('type-checks and fires a timer from an application with no build step of its own', async () => {
+    it('the server holds dist, bin and the dashboard page, and no tests', async () => {
+      const files = await listing(tarballs['chronos-timers-server']);
+      expect(files).toContain('package/dist/cli/main.js');
+      expect(files).toContain('package/bin/chronos.js');
+      expect(files.filter((f) => f.startsWith('package/ui/')).sort()).toEqual([
+        'package/ui/dashboard.css',
+        'package/ui/dashboard.js',
+        'package/ui/index.html',
+      ]);
+      expect(files.filter((f) => /\.test\.|\/test\//.test(f) || f.startsWith('package/src/'))).toEqual([]);
+    });
+
+    it('the library alone brings neither the server’s dependencies nor PGlite', () => {
+      for (const name of [
+        'fastify',
+        '@modelcontextprotocol',
+        'prom-client',
+        'undici',
+        '@electric-sql',
+        'chronos-timers-server',
+      ]) {
+        expect(existsSync(join(lib, 'node_modules', name)), name).toBe(false);
+      }
+    });
+
+    it('dataDir without PGlite installed is refused, naming the package to add', async () => {
+      await writeFile(
+        join(lib, 'embedded.mjs'),
+        `import { createChronos } from 'chronos-timers';
+try {
+  await createChronos({ dataDir: './.chronos' });
+  console.log('opened');
+} catch (error) {
+  console.log(error.message);
+}
+`,
+      );
+      const { stdout } = await run(process.execPath, ['embedded.mjs'], { cwd: lib });
+      expect(stdout).toContain('@electric-sql/pglite');
+      expect(stdout).toContain('npm install @electric-sql/pglite');
+    }, 60_000);
+
+    it('type-checks (strict, no skipLibCheck) and fires a timer from an application with no build step of its own', async () => {
+      const app = lib;
       await writeFile(join(app, 'app.ts'), source(true));
       await writeFile(
         join(app, 'tsconfig.json'),
@@ -94,8 +150,8 @@ describePostgresOnly(
             moduleResolution: 'NodeNext',
             strict: true,
             noEmit: true,
-            // As applications have it: the dependencies' own declaration files are not checked.
-            skipLibCheck: true,
+            // The declaration files the library brings are checked too (contract §9).
+            skipLibCheck: false,
             types: ['node'],
             typeRoots: [join(ROOT, 'node_modules/@types')],
           },

@@ -12,7 +12,7 @@
  * reported, as docs/delivery.md says: keep clocks synchronised.
  */
 import { expect, it } from 'vitest';
-import { KeyService } from '../../src/core/key-service.js';
+import { KeyService } from '../../packages/chronos-timers/src/core/key-service.js';
 import { OWNER } from '../support/harness.js';
 import { errorLines, serveEnv, startFleet, useScenario } from './support/fleet.js';
 import { databaseNowMs, loadAlarms, owners } from './support/rows.js';

@@ -15,8 +15,8 @@
  * after the failover.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { KeyService } from '../../src/core/key-service.js';
-import { PgDb } from '../../src/store/db.js';
+import { KeyService } from '../../packages/chronos-timers/src/core/key-service.js';
+import { PgDb } from '../../packages/chronos-timers/src/store/db.js';
 import { OWNER } from '../support/harness.js';
 import { describePostgresOnly } from '../support/backends.js';
 import { allDelivered, allSettled, errorLines, fencedLines, serveEnv, startFleet } from './support/fleet.js';

@@ -10,8 +10,8 @@
  * docs/reliability.md. Speed is not asserted.
  */
 import { beforeAll, expect, it } from 'vitest';
-import { KeyService } from '../../src/core/key-service.js';
-import { sql } from '../../src/store/db.js';
+import { KeyService } from '../../packages/chronos-timers/src/core/key-service.js';
+import { sql } from '../../packages/chronos-timers/src/store/db.js';
 import { serveEnv, useScenario } from './support/fleet.js';
 import { Instance } from './support/instance.js';
 import { owners } from './support/rows.js';

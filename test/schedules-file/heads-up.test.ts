@@ -6,11 +6,11 @@
 import { afterEach, expect, it } from 'vitest';
 import { writeFile } from 'node:fs/promises';
 import { Webhook } from 'standardwebhooks';
-import { loadConfig } from '../../src/config.js';
-import { ChronosService } from '../../src/service.js';
-import { sql } from '../../src/store/db.js';
-import { WebhookReceiver } from '../../src/receivers/webhook.js';
-import { scheduleChangedBodySchema } from '../../src/wire/webhooks.js';
+import { loadConfig } from '../../packages/chronos-timers/src/config.js';
+import { ChronosService } from '../../packages/chronos-timers-server/src/service.js';
+import { sql } from '../../packages/chronos-timers/src/store/db.js';
+import { WebhookReceiver } from '../../packages/chronos-timers-server/src/receivers/webhook.js';
+import { scheduleChangedBodySchema } from '../../packages/chronos-timers/src/wire/webhooks.js';
 import { describeEachBackend } from '../support/backends.js';
 import { makeService } from '../support/harness.js';
 import { expectSigned, makeTracker, SECRET, useSinks } from '../tracker/support.js';

@@ -7,12 +7,12 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, open, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pino, type Logger } from 'pino';
-import { SchedulesFileService } from '../../src/core/schedules-file-service.js';
-import type { Quotas } from '../../src/core/alarm-service.js';
-import { applySchedulesFile, type FileReport } from '../../src/schedules-file/apply.js';
-import { DbClock } from '../../src/store/db-clock.js';
-import { sql, type Db, type Executor } from '../../src/store/db.js';
-import { scheduleChangedBody } from '../../src/wire/schedules-file.js';
+import { SchedulesFileService } from '../../packages/chronos-timers/src/core/schedules-file-service.js';
+import type { Quotas } from '../../packages/chronos-timers/src/core/alarm-service.js';
+import { applySchedulesFile, type FileReport } from '../../packages/chronos-timers-server/src/schedules-file/apply.js';
+import { DbClock } from '../../packages/chronos-timers/src/store/db-clock.js';
+import { sql, type Db, type Executor } from '../../packages/chronos-timers/src/store/db.js';
+import { scheduleChangedBody } from '../../packages/chronos-timers/src/wire/schedules-file.js';
 import { TMP_DIR } from '../support/env.js';
 import { makeService, OTHER, OWNER } from '../support/harness.js';
 

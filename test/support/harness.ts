@@ -4,19 +4,19 @@
  * waits are data: a lapsed lease is a `claimed_at` an hour ago).
  */
 import { expect } from 'vitest';
-import { AlarmService, type Quotas } from '../../src/core/alarm-service.js';
-import { systemClock, type Clock } from '../../src/clock.js';
+import { AlarmService, type Quotas } from '../../packages/chronos-timers/src/core/alarm-service.js';
+import { systemClock, type Clock } from '../../packages/chronos-timers/src/clock.js';
 import {
   Dispatcher,
   type ClaimMode,
   type DispatcherDelivery,
   type DispatcherSettings,
-} from '../../src/dispatch/dispatcher.js';
-import type { Alarm, ClaimedAlarm } from '../../src/types.js';
-import { parseOwner } from '../../src/core/owner.js';
-import type { Delivery, Fire, Receiver } from '../../src/receivers/receiver.js';
-import { DbClock } from '../../src/store/db-clock.js';
-import { sql, type Db, type Executor, type Row, type Statement } from '../../src/store/db.js';
+} from '../../packages/chronos-timers/src/dispatch/dispatcher.js';
+import type { Alarm, ClaimedAlarm } from '../../packages/chronos-timers/src/types.js';
+import { parseOwner } from '../../packages/chronos-timers/src/core/owner.js';
+import type { Delivery, Fire, Receiver } from '../../packages/chronos-timers/src/receivers/receiver.js';
+import { DbClock } from '../../packages/chronos-timers/src/store/db-clock.js';
+import { sql, type Db, type Executor, type Row, type Statement } from '../../packages/chronos-timers/src/store/db.js';
 
 export const OWNER = parseOwner('did:matrix:11111111-1111-4111-8111-111111111111:test');
 export const OTHER = parseOwner('did:matrix:22222222-2222-4222-8222-222222222222:other');

@@ -4,8 +4,8 @@
  */
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { createChronos, type Chronos, type ChronosOptions } from '../../src/library.js';
-import { LiteDb, PgDb, sql } from '../../src/store/db.js';
+import { createChronos, type Chronos, type ChronosOptions } from '../../packages/chronos-timers/src/library.js';
+import { LiteDb, PgDb, sql } from '../../packages/chronos-timers/src/store/db.js';
 import type { TestDatabase } from './databases.js';
 
 export async function libraryOn(t: TestDatabase, options: Partial<ChronosOptions> = {}): Promise<Chronos> {

@@ -1,11 +1,11 @@
-import { escalationBodySchema, receiptBodySchema, wakeBodySchema } from '../../src/wire/webhooks.js';
+import { escalationBodySchema, receiptBodySchema, wakeBodySchema } from '../../packages/chronos-timers/src/wire/webhooks.js';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
-import type { ChronosApp } from '../../src/http/app.js';
-import { createApp } from '../../src/server.js';
-import { silentLogger } from '../../src/logger.js';
-import { ChronosService } from '../../src/service.js';
+import { loadConfig } from '../../packages/chronos-timers/src/config.js';
+import type { ChronosApp } from '../../packages/chronos-timers-server/src/http/app.js';
+import { createApp } from '../../packages/chronos-timers-server/src/server.js';
+import { silentLogger } from '../../packages/chronos-timers/src/logger.js';
+import { ChronosService } from '../../packages/chronos-timers-server/src/service.js';
 import { WAKE_VIEW_KEYS } from '../http/support.js';
 import { describeEachBackend } from '../support/backends.js';
 import { OTHER, OWNER } from '../support/harness.js';

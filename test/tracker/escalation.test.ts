@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { expect, it } from 'vitest';
-import { Metrics } from '../../src/metrics.js';
+import { Metrics } from '../../packages/chronos-timers-server/src/metrics.js';
 import { describeEachBackend } from '../support/backends.js';
 import { makeService, OWNER } from '../support/harness.js';
 import {

@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, expect } from 'vitest';
-import { sql } from '../../src/store/db.js';
-import type { Tracker, TrackerPass } from '../../src/tracker/tracker.js';
+import { sql } from '../../packages/chronos-timers/src/store/db.js';
+import type { Tracker, TrackerPass } from '../../packages/chronos-timers-server/src/tracker/tracker.js';
 import { describeEachBackend, postgresOnly } from '../support/backends.js';
 import { OWNER } from '../support/harness.js';
 import { Sink } from '../support/sink.js';

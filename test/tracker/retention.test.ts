@@ -1,6 +1,6 @@
 import { expect, it } from 'vitest';
-import { sql } from '../../src/store/db.js';
-import { ATTEMPTS_OF_WAKE } from '../../src/store/wakes.js';
+import { sql } from '../../packages/chronos-timers/src/store/db.js';
+import { ATTEMPTS_OF_WAKE } from '../../packages/chronos-timers/src/store/wakes.js';
 import { describeEachBackend } from '../support/backends.js';
 import { makeService, OWNER } from '../support/harness.js';
 import {

@@ -1,4 +1,4 @@
-import { readAlarmBody } from '../../src/wire/alarm-input.js';
+import { readAlarmBody } from '../../packages/chronos-timers/src/wire/alarm-input.js';
 /**
  * The tracker on a test database: wakes fired through the real dispatcher, then moved in time
  * by SQL (a wake fired 13 minutes ago is `fired_at = fired_at - 13 min`), and trackers pointed at
@@ -7,13 +7,13 @@ import { readAlarmBody } from '../../src/wire/alarm-input.js';
 import { randomBytes } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, expect } from 'vitest';
 import { Webhook } from 'standardwebhooks';
-import type { Clock } from '../../src/clock.js';
-import type { Logger } from '../../src/logger.js';
-import type { Metrics } from '../../src/metrics.js';
-import { sql, type Db, type Executor, type Row } from '../../src/store/db.js';
-import { Tracker, type TrackerOptions } from '../../src/tracker/tracker.js';
-import type { Alarm } from '../../src/types.js';
-import { WakeService } from '../../src/core/wake-service.js';
+import type { Clock } from '../../packages/chronos-timers/src/clock.js';
+import type { Logger } from '../../packages/chronos-timers/src/logger.js';
+import type { Metrics } from '../../packages/chronos-timers-server/src/metrics.js';
+import { sql, type Db, type Executor, type Row } from '../../packages/chronos-timers/src/store/db.js';
+import { Tracker, type TrackerOptions } from '../../packages/chronos-timers-server/src/tracker/tracker.js';
+import type { Alarm } from '../../packages/chronos-timers/src/types.js';
+import { WakeService } from '../../packages/chronos-timers/src/core/wake-service.js';
 import { backdate, makeDispatcher, makeService, OWNER, RecordingReceiver } from '../support/harness.js';
 import { lateBound } from '../support/late.js';
 import { Sink, type SinkRequest } from '../support/sink.js';

@@ -8,11 +8,11 @@
  */
 import type { AddressInfo } from 'node:net';
 import { chromium, type Browser, type BrowserContext } from 'playwright-core';
-import { loadConfig } from '../../src/config.js';
-import type { ChronosApp } from '../../src/http/app.js';
-import { silentLogger } from '../../src/logger.js';
-import { createApp } from '../../src/server.js';
-import { ChronosService, type ServiceOptions } from '../../src/service.js';
+import { loadConfig } from '../../packages/chronos-timers/src/config.js';
+import type { ChronosApp } from '../../packages/chronos-timers-server/src/http/app.js';
+import { silentLogger } from '../../packages/chronos-timers/src/logger.js';
+import { createApp } from '../../packages/chronos-timers-server/src/server.js';
+import { ChronosService, type ServiceOptions } from '../../packages/chronos-timers-server/src/service.js';
 import { Sink } from '../support/sink.js';
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';

@@ -1,0 +1,32 @@
+/**
+ * `schedule_alarm`: the create body of `POST /v1/alarms`, answered with `{alarm, deduped}` plus
+ * `next_fires`. Alarms made here carry `source: 'mcp'` and require an acknowledgement by default.
+ */
+import { readAlarmBody } from 'chronos-timers/internal';
+import { alarmView } from 'chronos-timers/internal';
+import { scheduleAlarmInput, scheduleAlarmOutput } from '../schemas.js';
+import type { ChronosTool } from '../tool.js';
+import { upcomingFires } from './upcoming-fires.js';
+
+export const scheduleAlarm: ChronosTool = {
+  name: 'schedule_alarm',
+  title: 'Schedule a wake-up',
+  description: `Schedule a wake-up for yourself. When the alarm fires you receive its wake_message (in conversation_id when given), even after this session has ended. Use it whenever the user asks to be reminded, for a follow-up, to check something later, or to do something on a schedule.
+
+Give exactly one of:
+- in_seconds: relative, seconds from now ("in 10 minutes" -> 600);
+- at: absolute, RFC 3339 with the user's UTC offset ("2027-03-14T09:00:00+01:00"); never a bare local time;
+- cron: repeating, read in timezone, the IANA zone the user lives in ("0 9 * * MON-FRI" with "Europe/Paris" = weekdays at 09:00 Paris time). Without timezone, cron runs in UTC.
+
+Write wake_message as instructions to your future self, who will not remember this conversation. Set idempotency_key to a key of your own: calling again with it returns the same alarm (deduped: true) instead of a second one, so a retry after a timeout or an error is safe. Check next_fires in the answer: its local times are in the alarm's zone, so a time-zone mistake shows at once (fix it with reschedule_alarm).
+
+Example: {"in_seconds": 600, "label": "tea", "wake_message": "Tell the user their tea has steeped for 10 minutes.", "idempotency_key": "tea-2027-03-14"}`,
+  input: scheduleAlarmInput,
+  output: scheduleAlarmOutput,
+  annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+  async run(args, { service, owner, rawPayload, trace }) {
+    const spec = readAlarmBody(args, { create: true, rawPayload: rawPayload(args.payload) });
+    const { alarm, deduped } = await service.alarms.create(owner, spec, { source: 'mcp', trace });
+    return { alarm: alarmView(alarm), deduped, next_fires: upcomingFires(alarm) };
+  },
+};
