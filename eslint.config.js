@@ -4,13 +4,14 @@ import tseslint from 'typescript-eslint';
 export default tseslint.config(
   {
     ignores: [
-      'dist/**',
+      '**/dist/**',
       'node_modules/**',
       '.chronos/**',
       '.chronos-*/**',
       '.tmp/**',
       'bench/scratch/**',
-      'bin/**',
+      'packages/*/bin/**',
+      '.dependency-cruiser.cjs',
     ],
   },
   js.configs.recommended,
@@ -23,7 +24,7 @@ export default tseslint.config(
   },
   {
     // The dashboard's one module runs in the browser (type-checked by ui/tsconfig.json).
-    files: ['ui/**/*.js'],
+    files: ['packages/chronos-timers-server/ui/**/*.js'],
     languageOptions: {
       sourceType: 'module',
       globals: Object.fromEntries(

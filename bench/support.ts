@@ -14,7 +14,6 @@ import { cpus, freemem, loadavg, totalmem, tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import type { PGlite } from '@electric-sql/pglite';
 import {
   LiteDb,
   PgDb,

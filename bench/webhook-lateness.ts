@@ -150,7 +150,10 @@ async function main(): Promise<void> {
   log(`written ${path}`);
 }
 
-async function waitDrained(db: import('../packages/chronos-timers/src/store/db.js').Db, pattern: string): Promise<void> {
+async function waitDrained(
+  db: import('../packages/chronos-timers/src/store/db.js').Db,
+  pattern: string,
+): Promise<void> {
   for (;;) {
     const [row] = await db.query<{ n: number }>(pending, [pattern]);
     if (row!.n === 0) return;

@@ -5,6 +5,7 @@
 import { execFileSync } from 'node:child_process';
 import { lstatSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import process from 'node:process';
 import { join } from 'node:path';
 
 const LIBRARY_LIMIT_MB = 20;
@@ -40,9 +41,14 @@ try {
   const both = bytes(join(app, 'node_modules'));
   const mb = (n) => (n / 1e6).toFixed(1);
   const server = both - library;
-  console.log(`chronos-timers          installs ${mb(library)} MB (limit ${LIBRARY_LIMIT_MB} MB)`);
-  console.log(`chronos-timers-server   adds     ${mb(server)} MB beside it (limit ${SERVER_LIMIT_MB} MB)`);
-  for (const p of packed) console.log(`  ${p.filename}: ${p.entryCount} files, ${mb(p.size)} MB packed`);
+  process.stdout.write(
+    `chronos-timers          installs ${mb(library)} MB (limit ${LIBRARY_LIMIT_MB} MB)` + '\n',
+  );
+  process.stdout.write(
+    `chronos-timers-server   adds     ${mb(server)} MB beside it (limit ${SERVER_LIMIT_MB} MB)` + '\n',
+  );
+  for (const p of packed)
+    process.stdout.write(`  ${p.filename}: ${p.entryCount} files, ${mb(p.size)} MB packed` + '\n');
   const tests = packed
     .flatMap((p) => p.files.map((f) => f.path))
     .filter((f) => /\.test\.|(^|\/)test\//.test(f));
@@ -51,7 +57,7 @@ try {
     server > SERVER_LIMIT_MB * 1e6 && `the server adds ${mb(server)} MB, over ${SERVER_LIMIT_MB} MB`,
     tests.length > 0 && `a tarball holds tests: ${tests.slice(0, 5).join(', ')}`,
   ].filter(Boolean);
-  for (const f of failures) console.error(`size check failed: ${f}`);
+  for (const f of failures) process.stderr.write(`size check failed: ${f}` + '\n');
   if (failures.length > 0) process.exitCode = 1;
 } finally {
   rmSync(dir, { recursive: true, force: true });

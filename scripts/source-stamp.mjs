@@ -4,7 +4,9 @@
 // checkout runs dist/ only when the stamp there is this checkout's own (the server's bin/chronos.js, for both packages), so an
 // edit to any source after a build makes it run the sources again, never a stale build.
 // Hashing ~1 MB of sources costs a few milliseconds; an installed package (no src/) never does.
+import { Buffer } from 'node:buffer';
 import { createHash } from 'node:crypto';
+import process from 'node:process';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';

@@ -8,7 +8,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openEmbedded } from '../../packages/chronos-timers/src/store/embedded.js';
-import { startEmbeddedAhead, takeAhead, TEMPLATE_FILE } from '../../packages/chronos-timers/src/store/embedded-ahead.js';
+import {
+  startEmbeddedAhead,
+  takeAhead,
+  TEMPLATE_FILE,
+} from '../../packages/chronos-timers/src/store/embedded-ahead.js';
 
 describe('the embedded store started ahead', () => {
   const dirs: string[] = [];

@@ -10,8 +10,16 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createChronos } from '../../packages/chronos-timers/src/library.js';
 import { openEmbedded } from '../../packages/chronos-timers/src/store/embedded.js';
-import { buildTemplate, copyTemplate, usableTemplate } from '../../packages/chronos-timers/src/store/embedded-template.js';
-import { migrate, MIGRATIONS_DIR, pendingMigrations } from '../../packages/chronos-timers/src/store/migrate.js';
+import {
+  buildTemplate,
+  copyTemplate,
+  usableTemplate,
+} from '../../packages/chronos-timers/src/store/embedded-template.js';
+import {
+  migrate,
+  MIGRATIONS_DIR,
+  pendingMigrations,
+} from '../../packages/chronos-timers/src/store/migrate.js';
 import { openFromAnotherProcess } from '../support/library.js';
 
 describe('the embedded store made from a template', () => {

@@ -8,7 +8,12 @@
 import { expect, it } from 'vitest';
 import { WakeService } from '../../packages/chronos-timers/src/core/wake-service.js';
 import { decideOutcome } from '../../packages/chronos-timers/src/dispatch/outcome.js';
-import { alarmsClaimDue, alarmsRecordOutcomes, type Claim, type Outcome } from '../../packages/chronos-timers/src/store/claims.js';
+import {
+  alarmsClaimDue,
+  alarmsRecordOutcomes,
+  type Claim,
+  type Outcome,
+} from '../../packages/chronos-timers/src/store/claims.js';
 import { sql } from '../../packages/chronos-timers/src/store/db.js';
 import { describeEachBackend } from '../support/backends.js';
 import { backdate, makeDispatcher, makeService, OWNER, RecordingReceiver } from '../support/harness.js';

@@ -2,7 +2,12 @@ import { expect, it } from 'vitest';
 import { mkdtemp, writeFile, cp } from 'node:fs/promises';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
-import { MIGRATIONS_DIR, migrate, migrationFiles, pendingMigrations } from '../../packages/chronos-timers/src/store/migrate.js';
+import {
+  MIGRATIONS_DIR,
+  migrate,
+  migrationFiles,
+  pendingMigrations,
+} from '../../packages/chronos-timers/src/store/migrate.js';
 import { sql } from '../../packages/chronos-timers/src/store/db.js';
 import { describeEachBackend, postgresOnly } from '../support/backends.js';
 

@@ -4,8 +4,14 @@
  */
 import { randomBytes } from 'node:crypto';
 import { afterAll, afterEach, beforeAll } from 'vitest';
-import type { Dispatcher, DispatcherSettings } from '../../packages/chronos-timers/src/dispatch/dispatcher.js';
-import { WebhookReceiver, type WebhookReceiverOptions } from '../../packages/chronos-timers-server/src/receivers/webhook.js';
+import type {
+  Dispatcher,
+  DispatcherSettings,
+} from '../../packages/chronos-timers/src/dispatch/dispatcher.js';
+import {
+  WebhookReceiver,
+  type WebhookReceiverOptions,
+} from '../../packages/chronos-timers-server/src/receivers/webhook.js';
 import { sql, type Db, type Executor, type Row } from '../../packages/chronos-timers/src/store/db.js';
 import { ATTEMPTS_OF_WAKE } from '../../packages/chronos-timers/src/store/wakes.js';
 import { makeDispatcher } from '../support/harness.js';

@@ -8,7 +8,11 @@ import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { describeHost } from '../../packages/chronos-timers/src/store/connection-string.js';
 import { PgDb, sql } from '../../packages/chronos-timers/src/store/db.js';
-import { isFailoverError, MultiHost, type MultiHostEvent } from '../../packages/chronos-timers/src/store/multi-host.js';
+import {
+  isFailoverError,
+  MultiHost,
+  type MultiHostEvent,
+} from '../../packages/chronos-timers/src/store/multi-host.js';
 import { freePort } from '../cli/support.js';
 import { PrivateCluster } from '../scenarios/support/cluster.js';
 import { waitUntil } from '../scenarios/support/scenario.js';

@@ -5,7 +5,10 @@
 import { readFile } from 'node:fs/promises';
 import { expect, it } from 'vitest';
 import { RawJson } from '../../packages/chronos-timers/src/json.js';
-import { applySchedulesFile, exportSchedulesFile } from '../../packages/chronos-timers-server/src/schedules-file/apply.js';
+import {
+  applySchedulesFile,
+  exportSchedulesFile,
+} from '../../packages/chronos-timers-server/src/schedules-file/apply.js';
 import { ROOT } from '../cli/support.js';
 import { describeEachBackend } from '../support/backends.js';
 import { makeService } from '../support/harness.js';

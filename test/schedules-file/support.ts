@@ -9,7 +9,10 @@ import { join } from 'node:path';
 import { pino, type Logger } from 'pino';
 import { SchedulesFileService } from '../../packages/chronos-timers/src/core/schedules-file-service.js';
 import type { Quotas } from '../../packages/chronos-timers/src/core/alarm-service.js';
-import { applySchedulesFile, type FileReport } from '../../packages/chronos-timers-server/src/schedules-file/apply.js';
+import {
+  applySchedulesFile,
+  type FileReport,
+} from '../../packages/chronos-timers-server/src/schedules-file/apply.js';
 import { DbClock } from '../../packages/chronos-timers/src/store/db-clock.js';
 import { sql, type Db, type Executor } from '../../packages/chronos-timers/src/store/db.js';
 import { scheduleChangedBody } from '../../packages/chronos-timers/src/wire/schedules-file.js';

@@ -8,7 +8,10 @@ import { unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { TestClock } from '../../packages/chronos-timers/src/clock.js';
-import { SchedulesFileWatcher, type WatchOutcome } from '../../packages/chronos-timers-server/src/schedules-file/watcher.js';
+import {
+  SchedulesFileWatcher,
+  type WatchOutcome,
+} from '../../packages/chronos-timers-server/src/schedules-file/watcher.js';
 import type { Db } from '../../packages/chronos-timers/src/store/db.js';
 import { describeEachBackend, postgresOnly } from '../support/backends.js';
 import { makeService, until } from '../support/harness.js';

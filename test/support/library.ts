@@ -4,7 +4,11 @@
  */
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { createChronos, type Chronos, type ChronosOptions } from '../../packages/chronos-timers/src/library.js';
+import {
+  createChronos,
+  type Chronos,
+  type ChronosOptions,
+} from '../../packages/chronos-timers/src/library.js';
 import { LiteDb, PgDb, sql } from '../../packages/chronos-timers/src/store/db.js';
 import type { TestDatabase } from './databases.js';
 

@@ -1,4 +1,8 @@
-import { escalationBodySchema, receiptBodySchema, wakeBodySchema } from '../../packages/chronos-timers/src/wire/webhooks.js';
+import {
+  escalationBodySchema,
+  receiptBodySchema,
+  wakeBodySchema,
+} from '../../packages/chronos-timers/src/wire/webhooks.js';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { loadConfig } from '../../packages/chronos-timers/src/config.js';

@@ -1,6 +1,10 @@
 import { afterEach, expect, it } from 'vitest';
 import type { Db, Statement } from '../../packages/chronos-timers/src/store/db.js';
-import { wakesClaimEscalations, wakesClaimNudges, wakesRecordStage } from '../../packages/chronos-timers/src/store/wake-stages.js';
+import {
+  wakesClaimEscalations,
+  wakesClaimNudges,
+  wakesRecordStage,
+} from '../../packages/chronos-timers/src/store/wake-stages.js';
 import { describeEachBackend } from '../support/backends.js';
 import { until } from '../support/harness.js';
 import { age, ESCALATE_AFTER, fire, lapse, makeTracker, NUDGE_AFTER, wakeRow, useSinks } from './support.js';
