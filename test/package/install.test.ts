@@ -9,6 +9,7 @@
 import { execFile, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -65,7 +66,8 @@ describePostgresOnly(
 
     beforeAll(async () => {
       t = await createTestDatabase('postgres');
-      dir = await mkdtemp(join(ROOT, '.tmp', 'pack-'));
+      // Outside the checkout: nothing of its node_modules can be found from the applications.
+      dir = await mkdtemp(join(tmpdir(), 'chronos-pack-'));
       const { stdout } = await run(NPM, ['pack', '--workspaces', '--json', '--pack-destination', dir], {
         cwd: ROOT,
         maxBuffer: 1 << 26,
