@@ -45,7 +45,7 @@ describe('CLI: usage and failures', () => {
 
   it('every command and subcommand answers --help with its usage, exit 0, touching no store; --version prints the version', async () => {
     const { version, name } = JSON.parse(
-      await readFile(new URL('../../package.json', import.meta.url), 'utf8'),
+      await readFile(new URL('../../packages/chronos-timers/package.json', import.meta.url), 'utf8'),
     );
     for (const argv of [['--version'], ['-V']]) {
       const run = await runChronos(argv, {});

@@ -32,7 +32,7 @@ export async function resolve(specifier, context, next) {
 const child = (url: string) => `
 import { register, createRequire } from 'node:module';
 register('data:text/javascript,' + encodeURIComponent(${JSON.stringify(HOOK)}));
-const { createChronos } = await import('./src/index.ts');
+const { createChronos } = await import('./packages/chronos-timers/src/index.ts');
 const chronos = await createChronos({ databaseUrl: ${JSON.stringify(url)}, pollIntervalMs: 50 });
 let handled;
 const done = new Promise((resolve) => (handled = resolve));

@@ -68,7 +68,7 @@ export async function insertOrder(tx: unknown, id: number): Promise<void> {
  * application would: exit status 0 when it opened, 3 when it was refused (its message on stderr).
  */
 export function openFromAnotherProcess(dir: string): { status: number | null; stderr: string } {
-  const script = `import { createChronos } from './src/index.ts';
+  const script = `import { createChronos } from './packages/chronos-timers/src/index.ts';
     try { await createChronos({ dataDir: ${JSON.stringify(dir)} }); process.exit(0); }
     catch (e) { console.error(e.message); process.exit(3); }`;
   return spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
