@@ -13,8 +13,9 @@
  * falls on each alike), and every run records the CPU pressure it started under:
  *
  *   npx tsx bench/embedded-start.ts [--runs=5] [--steady=20] [--quiet=30]
- *     [--entry=source|built]       source: `bin/chronos.js` (TypeScript through tsx, as in a
- *                                   checkout); built: `dist/cli/main.js` (as installed; needs
+ *     [--entry=source|built]       source: the server's `bin/chronos.js`, as `npm start` runs it
+ *                                   in a checkout (dist/ while current, else the sources through
+ *                                   tsx); built: its `dist/cli/main.js` (as installed; needs
  *                                   `npm run build`)
  *     [--compare=<checkout>]       also measure another checkout (e.g. the code before a change,
  *                                   `git archive <commit> | tar -x -C <dir>`, node_modules linked)
@@ -66,7 +67,8 @@ function round(x: number): number {
 /** Starts `chronos serve` from `checkout` on `dataDir`, waits for ready, idles, stops it. */
 async function start(checkout: string, dataDir: string, entry: string, steadyS: number): Promise<Start> {
   const load = await waitForQuiet();
-  const script = entry === 'built' ? join(checkout, 'dist/cli/main.js') : join(checkout, 'bin/chronos.js');
+  const server = join(checkout, 'packages/chronos-timers-server');
+  const script = entry === 'built' ? join(server, 'dist/cli/main.js') : join(server, 'bin/chronos.js');
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     CHRONOS_DATA_DIR: dataDir,
