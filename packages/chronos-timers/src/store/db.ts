@@ -645,35 +645,40 @@ export interface PGliteLike {
 export class LiteDb implements Db {
   readonly kind = 'pglite' as const;
   readonly lite: PGliteLike;
-  readonly #lite: PGlite;
   readonly schema: string;
-  readonly #onClose: (() => Promise<void>) | undefined;
+  // TypeScript-private rather than `#`: a Proxy over this store (tests wrap one to hold a LISTEN or
+  // count statements) calls these methods with the proxy as `this`, which `#` fields refuse.
+  private readonly onClose: (() => Promise<void>) | undefined;
 
   constructor(lite: PGliteLike, onClose?: () => Promise<void>, schema: string = DEFAULT_SCHEMA) {
     this.lite = lite;
-    this.#lite = lite as PGlite;
-    this.#onClose = onClose;
+    this.onClose = onClose;
     this.schema = schema;
   }
 
+  /** The full PGlite: `lite` is typed structurally so the declarations need no PGlite installed. */
+  private get pglite(): PGlite {
+    return this.lite as PGlite;
+  }
+
   query<T = Row>(statement: Statement, values: readonly unknown[] = []): Promise<T[]> {
-    return liteQuery<T>(this.#lite, inSchema(statement, this.schema), values);
+    return liteQuery<T>(this.pglite, inSchema(statement, this.schema), values);
   }
 
   async exec(script: string): Promise<void> {
-    await mapped(this.#lite.exec(script));
+    await mapped(this.pglite.exec(script));
   }
 
   transaction<T>(fn: (tx: Executor) => Promise<T>): Promise<T> {
-    return mapped(this.#lite.transaction((tx) => fn(liteExecutor(tx, this.schema))));
+    return mapped(this.pglite.transaction((tx) => fn(liteExecutor(tx, this.schema))));
   }
 
   async listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>> {
-    return this.#lite.listen(channel, onNotify);
+    return this.pglite.listen(channel, onNotify);
   }
 
   async close(): Promise<void> {
-    await this.#onClose?.();
+    await this.onClose?.();
   }
 }
 
