@@ -3,7 +3,7 @@
  * the store and the loops the server composes. Not a public API: it may change in any release.
  */
 export { systemClock, type Clock } from './clock.js';
-export { loadConfig, type Config } from './config.js';
+export { embeddedAheadDir, loadConfig, processEnv, type Config } from './config.js';
 export {
   ChronosCore,
   LOOP_CONNECTIONS,
