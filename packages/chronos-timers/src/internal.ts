@@ -74,7 +74,14 @@ export {
   type Span,
 } from './tracing.js';
 export { PruneStage } from './tracker/prune.js';
-export { ALARM_STATUSES, WAKE_STATUSES, type Alarm, type AlarmStatus, type Wake } from './types.js';
+export {
+  ALARM_STATUSES,
+  ROUTER_QUEUE,
+  WAKE_STATUSES,
+  type Alarm,
+  type AlarmStatus,
+  type Wake,
+} from './types.js';
 export { PACKAGE_NAME, VERSION } from './version.js';
 export {
   LIMITS,
