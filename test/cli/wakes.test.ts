@@ -26,9 +26,12 @@ describePostgresOnly('the command and the test share one database', 'chronos wak
     sink = await Sink.start();
     // The router answers 500 for the alarm labelled "fails", 200 for any other.
     sink.respond = (request) => ({ status: request.body.includes('"fails"') ? 500 : 200 });
-    service = await ChronosService.open(loadConfig({ DATABASE_URL: t.url!, CHRONOS_ROUTER_URL: sink.url() }), {
-      logger: silentLogger,
-    });
+    service = await ChronosService.open(
+      loadConfig({ DATABASE_URL: t.url!, CHRONOS_ROUTER_URL: sink.url() }),
+      {
+        logger: silentLogger,
+      },
+    );
   });
   afterAll(async () => {
     await service?.close();
@@ -54,13 +57,22 @@ describePostgresOnly('the command and the test share one database', 'chronos wak
     const all = await runChronos(['wakes', 'list'], env);
     expect(all.code, all.stderr).toBe(0);
     const [header, ...rows] = all.stdout.trim().split('\n');
-    expect(header).toMatch(/^ID\s+OWNER\s+ALARM\s+STATUS\s+SCHEDULED FOR\s+FIRED AT\s+DELIVERED AT\s+LATENESS/);
+    expect(header).toMatch(
+      /^ID\s+OWNER\s+ALARM\s+STATUS\s+SCHEDULED FOR\s+FIRED AT\s+DELIVERED AT\s+LATENESS/,
+    );
     expect(rows).toHaveLength(2);
-    expect(rows.find((r) => r.includes(delivered.id))).toMatch(new RegExp(`${OWNER.did}\\s+${delivered.id}\\s+delivered`));
-    expect(rows.find((r) => r.includes(failing.id))).toMatch(new RegExp(`${OTHER.did}\\s+${failing.id}\\s+failed`));
+    expect(rows.find((r) => r.includes(delivered.id))).toMatch(
+      new RegExp(`${OWNER.did}\\s+${delivered.id}\\s+delivered`),
+    );
+    expect(rows.find((r) => r.includes(failing.id))).toMatch(
+      new RegExp(`${OTHER.did}\\s+${failing.id}\\s+failed`),
+    );
 
     // One owner's, by status, as JSON.
-    const mine = await runChronos(['wakes', 'list', '--owner', OWNER.did, '--status', 'delivered', '--json'], env);
+    const mine = await runChronos(
+      ['wakes', 'list', '--owner', OWNER.did, '--status', 'delivered', '--json'],
+      env,
+    );
     expect(mine.code, mine.stderr).toBe(0);
     const page = JSON.parse(mine.stdout) as { wakes: { id: string; alarm_id: string }[]; owners?: unknown };
     expect(page.wakes.map((w) => w.alarm_id)).toEqual([delivered.id]);
@@ -83,7 +95,9 @@ describePostgresOnly('the command and the test share one database', 'chronos wak
     expect(attempts.code, attempts.stderr).toBe(0);
     const lines = attempts.stdout.trim().split('\n');
     expect(lines[0]).toMatch(/^ATTEMPT\s+STARTED AT\s+FINISHED AT\s+OUTCOME\s+HTTP\s+DURATION\s+ERROR$/);
-    expect(lines.slice(1)).toEqual([expect.stringMatching(/^1\s+\S+Z\s+\S+Z\s+delivered\s+200\s+\d+ ms\s+-$/)]);
+    expect(lines.slice(1)).toEqual([
+      expect.stringMatching(/^1\s+\S+Z\s+\S+Z\s+delivered\s+200\s+\d+ ms\s+-$/),
+    ]);
     const failedWake = (await service.wakes.list(OTHER, { alarmId: failing.id })).items[0]!;
     const failedAttempts = await runChronos(
       ['wakes', 'attempts', failedWake.id, '--owner', OTHER.did, '--json'],
@@ -128,10 +142,15 @@ describePostgresOnly('the command and the test share one database', 'chronos wak
     sink.respond = () => ({ status: 200 });
     const retried = await runChronos(['alarms', 'retry', failing.id, '--owner', OTHER.did], env);
     expect(retried.code, retried.stderr).toBe(0);
-    expect(retried.stdout.trim()).toMatch(new RegExp(`^Alarm ${failing.id} retried: active, next fire \\S+Z \\(fails\\)\\.$`));
+    expect(retried.stdout.trim()).toMatch(
+      new RegExp(`^Alarm ${failing.id} retried: active, next fire \\S+Z \\(fails\\)\\.$`),
+    );
     expect(await service.dispatcher.runOnce()).toBe(1);
     expect((await service.alarms.get(OTHER, failing.id)).status).toBe('fired');
-    const history = await runChronos(['wakes', 'list', '--owner', OTHER.did, '--alarm', failing.id, '--json'], env);
+    const history = await runChronos(
+      ['wakes', 'list', '--owner', OTHER.did, '--alarm', failing.id, '--json'],
+      env,
+    );
     expect(JSON.parse(history.stdout).wakes.map((w: { status: string }) => w.status)).toEqual([
       'delivered',
       'failed',
@@ -157,7 +176,9 @@ describe('chronos alarms fire|retry and chronos wakes, through the server that h
 
     const fired = await runChronos(['alarms', 'fire', alarm.id, '--owner', OWNER.did], env);
     expect(fired.code, fired.stderr).toBe(0);
-    expect(fired.stdout).toMatch(new RegExp(`^Alarm ${alarm.id} fired now: active, next fire \\S+Z \\(standup\\)\\.`));
+    expect(fired.stdout).toMatch(
+      new RegExp(`^Alarm ${alarm.id} fired now: active, next fire \\S+Z \\(standup\\)\\.`),
+    );
     expect(await service.dispatcher.runOnce()).toBe(1);
 
     const list = await runChronos(['wakes', 'list', '--owner', OWNER.did], env);
@@ -167,7 +188,11 @@ describe('chronos alarms fire|retry and chronos wakes, through the server that h
     expect(row).toMatch(/\sdelivered\s/);
     const wakeId = row.split(/\s+/)[0]!;
     const shown = await runChronos(['wakes', 'get', wakeId, '--owner', OWNER.did, '--json'], env);
-    expect(JSON.parse(shown.stdout).wake).toMatchObject({ id: wakeId, status: 'delivered', label: 'standup' });
+    expect(JSON.parse(shown.stdout).wake).toMatchObject({
+      id: wakeId,
+      status: 'delivered',
+      label: 'standup',
+    });
     const attempts = await runChronos(['wakes', 'attempts', wakeId, '--owner', OWNER.did], env);
     expect(attempts.stdout.trim().split('\n')[1]).toMatch(/^1\s+\S+Z\s+\S+Z\s+delivered\s/);
     const every = await runChronos(['wakes', 'list', '--json'], env);
@@ -183,7 +208,9 @@ describe('chronos alarms fire|retry and chronos wakes, through the server that h
     expect(missing.stderr.trim()).toBe(`chronos wakes: wake "${MISSING}" not found`);
     const badStatus = await runChronos(['wakes', 'list', '--status', 'done'], env);
     expect(badStatus.code).toBe(1);
-    expect(badStatus.stderr).toMatch(/^chronos wakes: status: expected one of pending, delivered, acknowledged, failed, got "done"/);
+    expect(badStatus.stderr).toMatch(
+      /^chronos wakes: status: expected one of pending, delivered, acknowledged, failed, got "done"/,
+    );
   }, 120_000);
 });
 

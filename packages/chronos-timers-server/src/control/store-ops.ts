@@ -144,7 +144,8 @@ export function localStoreOps(
           ...(owner === undefined && { owners: ownersView(page.items) }),
         });
       },
-      get: async (owner, id) => stringifyJson({ wake: wakeView(await wakes.get(parseOwner(owner, 'owner'), id)) }),
+      get: async (owner, id) =>
+        stringifyJson({ wake: wakeView(await wakes.get(parseOwner(owner, 'owner'), id)) }),
       attempts: async (owner, id) =>
         stringifyJson({ attempts: (await wakes.attempts(parseOwner(owner, 'owner'), id)).map(attemptView) }),
     },
