@@ -1,5 +1,5 @@
 /**
- * What the one-shot commands (`chronos keys`, `migrate`, `alarms`, `schedules`) do to a store, whether this
+ * What the one-shot commands (`chronos keys`, `migrate`, `alarms`, `wakes`, `schedules`) do to a store, whether this
  * process opened it (`localStoreOps`, over the service) or a running server holds it and they go
  * through its control socket (`remoteStoreOps` in control-socket.ts): one interface, so a
  * command never knows which.
