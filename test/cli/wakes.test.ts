@@ -215,6 +215,17 @@ describe('chronos alarms fire|retry and chronos wakes, through the server that h
 });
 
 describe('chronos wakes on an embedded store no server holds', () => {
+  it('is in chronos help, and says its usage', async () => {
+    const help = await runChronos(['help'], {});
+    expect(help.stdout).toMatch(/^ {2}wakes +list the wakes/m);
+    expect(help.stdout).toMatch(/^ {2}alarms +list every owner's alarms or one's; .*fire now, retry/m);
+    const usage = await runChronos(['wakes', 'get'], {});
+    expect(usage.code).toBe(2);
+    expect(usage.stderr).toMatch(
+      /^chronos wakes: expected <wake id>, got nothing for <wake id>\nusage: chronos wakes list/,
+    );
+  }, 60_000);
+
   it('lists the wake a service delivered before it closed', async () => {
     const data = await tempDataDir();
     try {

@@ -27,9 +27,9 @@ export const COMMANDS: readonly Command[] = [
   migrateCommand,
   keysCommand,
   alarmsCommand,
-  wakesCommand,
   schedulesCommand,
   mcpCommand,
+  wakesCommand,
 ];
 
 const HELP_FLAGS = new Set(['--help', '-h', 'help']);
