@@ -67,9 +67,16 @@ describe('chronos alarms, through the server that holds the embedded store', () 
     expect(bad.stderr.trim()).toBe(
       'chronos alarms: status: expected one of active, paused, fired, cancelled, failed, got "done"',
     );
-    const noOwner = await runChronos(['alarms', 'list'], env);
+    const noOwner = await runChronos(['alarms', 'get', alarm.id], env);
     expect(noOwner.code).toBe(2);
     expect(noOwner.stderr).toMatch(/--owner <did> is required/);
+    // Without --owner, the list is the operator's: every owner's, each row naming its owner.
+    const every = await runChronos(['alarms', 'list'], env);
+    expect(every.code, every.stderr).toBe(0);
+    expect(every.stdout).toMatch(/^ID\s+OWNER\s+STATUS\s+KIND/);
+    expect(every.stdout).toMatch(new RegExp(`${alarm.id}\\s+${OWNER.did}\\s+cancelled`));
+    expect(every.stdout).toContain('not theirs');
+    expect(every.stdout).toContain(OTHER.did);
   }, 120_000);
 });
 

@@ -83,6 +83,33 @@ describe('chronos schedules, through the server that holds the embedded store', 
     expect((await held.server.service.alarms.get(OWNER, standup.id)).cronExpr).toBe('30 9 * * 1-5');
   }, 120_000);
 
+  it('export says on stderr how many library timers it left out, by queue, and why', async () => {
+    const env = { CHRONOS_DATA_DIR: held.dir };
+    const { alarms } = held.server.service;
+    const before = await runChronos(['schedules', 'export', '--owner', OTHER.did], env);
+    expect(before.code, before.stderr).toBe(0);
+    expect(before.stderr).not.toMatch(/library timer/);
+
+    const library = { source: 'library' } as const;
+    await alarms.create(OTHER, { inSeconds: 600, idempotencyKey: 'lib-1' }, library);
+    await alarms.create(OTHER, { inSeconds: 600, idempotencyKey: 'lib-2', queue: 'emails' }, library);
+    await alarms.create(OTHER, { inSeconds: 600, idempotencyKey: 'lib-3', queue: 'emails' }, library);
+    const cancelled = await alarms.create(OTHER, { inSeconds: 600, queue: 'emails' }, library);
+    await alarms.cancel(OTHER, { id: cancelled.alarm.id }); // not live: not counted
+
+    const run = await runChronos(['schedules', 'export', '--owner', OTHER.did], env);
+    expect(run.code, run.stderr).toBe(0);
+    expect(JSON.parse(run.stdout).alarms.map((a: { key: string }) => a.key)).not.toContain('lib-1');
+    expect(run.stderr).toContain(
+      'chronos schedules: left out 3 library timers (1 in queue "default", 2 in queue "emails"): ' +
+        'a schedules file holds the service\'s alarms (queue "router") only; ' +
+        "a library's timers are its application's to schedule",
+    );
+    // Another owner's export counts only its own.
+    const mine = await runChronos(['schedules', 'export', '--owner', OWNER.did], env);
+    expect(mine.stderr).not.toMatch(/library timer/);
+  }, 60_000);
+
   it('an invalid file exits 1 with every error on a line of its own, and nothing written', async () => {
     const env = { CHRONOS_DATA_DIR: held.dir };
     const path = join(held.dir, 'bad.json');

@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from './config.js';
+import { embeddedAheadDir, loadConfig } from './config.js';
 import { isChronosError } from './errors.js';
 
 describe('loadConfig', () => {
@@ -128,5 +128,20 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ CHRONOS_SCHEDULES_FILE: 'ops/' })).toThrow(
       'CHRONOS_SCHEDULES_FILE: expected the path of a JSON file such as "./schedules.json", got "ops/"',
     );
+  });
+});
+
+describe('embeddedAheadDir', () => {
+  it('names the store `chronos serve` opens on the embedded store, with loadConfig’s data directory', () => {
+    expect(embeddedAheadDir({}, ['serve'])).toBe(loadConfig({}).dataDir);
+    expect(embeddedAheadDir({ CHRONOS_DATA_DIR: ' /srv/chronos ' }, ['serve'])).toBe('/srv/chronos');
+    expect(embeddedAheadDir({ CHRONOS_DATA_DIR: '  ' }, ['serve'])).toBe(loadConfig({}).dataDir);
+  });
+
+  it('is null for PostgreSQL, another command, and serve with arguments (--help opens nothing)', () => {
+    expect(embeddedAheadDir({ DATABASE_URL: 'postgres://localhost/chronos' }, ['serve'])).toBeNull();
+    expect(embeddedAheadDir({}, ['keys', 'list'])).toBeNull();
+    expect(embeddedAheadDir({}, ['serve', '--help'])).toBeNull();
+    expect(embeddedAheadDir({}, [])).toBeNull();
   });
 });

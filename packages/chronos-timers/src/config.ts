@@ -88,6 +88,28 @@ export interface Config {
 
 type Env = Record<string, string | undefined>;
 
+/**
+ * The process's environment: the one place a command reads it (`chronos`'s main hands it on as
+ * `io.env`), so every variable is read through this module.
+ */
+export function processEnv(): Env {
+  return process.env;
+}
+
+/**
+ * The data directory whose embedded store `chronos <argv>` is about to open when starting it
+ * ahead pays (PGlite compiled, a new store's template unzipped while the commands load), or null:
+ * only `chronos serve` with no other argument (not `--help` or a wrong one, which open nothing) and
+ * no DATABASE_URL. The directory is read as `loadConfig` reads it, default and all, so what is
+ * started ahead is what the store then takes.
+ */
+export function embeddedAheadDir(env: Env, argv: readonly string[]): string | null {
+  const [command, ...args] = argv;
+  if (command !== 'serve' || args.length > 0) return null;
+  if (env.DATABASE_URL?.trim()) return null;
+  return env.CHRONOS_DATA_DIR?.trim() || DEFAULT_DATA_DIR;
+}
+
 /** Reads the configuration from `env`; throws `invalid_input` naming every bad variable. */
 export function loadConfig(env: Env = process.env): Config {
   const errors: FieldError[] = [];

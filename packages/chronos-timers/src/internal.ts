@@ -3,7 +3,7 @@
  * the store and the loops the server composes. Not a public API: it may change in any release.
  */
 export { systemClock, type Clock } from './clock.js';
-export { loadConfig, type Config } from './config.js';
+export { embeddedAheadDir, loadConfig, processEnv, type Config } from './config.js';
 export {
   ChronosCore,
   LOOP_CONNECTIONS,
@@ -74,7 +74,14 @@ export {
   type Span,
 } from './tracing.js';
 export { PruneStage } from './tracker/prune.js';
-export { ALARM_STATUSES, WAKE_STATUSES, type Alarm, type AlarmStatus, type Wake } from './types.js';
+export {
+  ALARM_STATUSES,
+  ROUTER_QUEUE,
+  WAKE_STATUSES,
+  type Alarm,
+  type AlarmStatus,
+  type Wake,
+} from './types.js';
 export { PACKAGE_NAME, VERSION } from './version.js';
 export {
   LIMITS,

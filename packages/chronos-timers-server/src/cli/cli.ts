@@ -11,6 +11,7 @@ import { mcpCommand } from './commands/mcp.js';
 import { migrateCommand } from './commands/migrate.js';
 import { schedulesCommand } from './commands/schedules.js';
 import { serveCommand } from './commands/serve.js';
+import { wakesCommand } from './commands/wakes.js';
 import {
   describeError,
   EXIT_FAILURE,
@@ -28,6 +29,7 @@ export const COMMANDS: readonly Command[] = [
   alarmsCommand,
   schedulesCommand,
   mcpCommand,
+  wakesCommand,
 ];
 
 const HELP_FLAGS = new Set(['--help', '-h', 'help']);

@@ -68,3 +68,15 @@ export function describeError(error: unknown): string[] {
   if (error instanceof Error) return [error.message];
   return [String(error)];
 }
+
+/** Rows as columns, each as wide as its widest cell, two spaces apart (the first row the header). */
+export function table(io: CliIo, rows: string[][]): void {
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+  for (const row of rows)
+    io.out(
+      row
+        .map((cell, i) => cell.padEnd(widths[i]!))
+        .join('  ')
+        .trimEnd(),
+    );
+}

@@ -9,8 +9,11 @@
  *
  * The protocol is small JSON over HTTP/1.1, one route per operation of `StoreOps`
  * (store-ops.ts): `GET /status`, `GET /keys?owner=`, `POST /keys` `{owner, label}`,
- * `POST /keys/revoke` `{id}`, `POST /migrate`, `GET /alarms?owner=&status=&limit=&cursor=`,
- * `GET /alarm?owner=&id=`, `POST /alarm/<pause|resume|cancel>` `{owner, id}`,
+ * `POST /keys/revoke` `{id}`, `POST /migrate`, `GET /alarms?owner=&status=&limit=&cursor=`
+ * (every owner's without `owner`), `GET /alarm?owner=&id=`,
+ * `POST /alarm/<pause|resume|cancel|fire|retry>` `{owner, id}`,
+ * `GET /wakes?owner=&status=&alarm_id=&limit=&cursor=` (every owner's without `owner`),
+ * `GET /wake?owner=&id=`, `GET /wake/attempts?owner=&id=`,
  * `POST /schedules/apply?dry_run=` (the body: a schedules file's text, up to 8 MiB),
  * `GET /schedules/export?owner=`. Alarms cross as the wire's JSON text, so payloads keep every
  * digit (I4). Errors answer `{code, message}`. Given an
@@ -125,12 +128,26 @@ async function handle(store: StoreOps, req: IncomingMessage): Promise<{ status: 
     case 'GET /alarms':
       return {
         status: 200,
-        body: await store.alarms.list(String(query('owner')), {
+        body: await store.alarms.list(query('owner'), {
           status: query('status'),
           limit: query('limit'),
           cursor: query('cursor'),
         }),
       };
+    case 'GET /wakes':
+      return {
+        status: 200,
+        body: await store.wakes.list(query('owner'), {
+          status: query('status'),
+          alarm_id: query('alarm_id'),
+          limit: query('limit'),
+          cursor: query('cursor'),
+        }),
+      };
+    case 'GET /wake':
+      return { status: 200, body: await store.wakes.get(String(query('owner')), String(query('id'))) };
+    case 'GET /wake/attempts':
+      return { status: 200, body: await store.wakes.attempts(String(query('owner')), String(query('id'))) };
     case 'GET /alarm':
       return { status: 200, body: await store.alarms.get(String(query('owner')), String(query('id'))) };
     case 'GET /status':
@@ -211,6 +228,11 @@ export function remoteStoreOps(path: string, holderPid: number, waitMs = 15_000)
       list: (owner, query) => call('GET', `/alarms?${q({ owner, ...query })}`, undefined, true),
       get: (owner, id) => call('GET', `/alarm?${q({ owner, id })}`, undefined, true),
       act: (owner, id, action) => call('POST', `/alarm/${action}`, { owner, id }, true),
+    },
+    wakes: {
+      list: (owner, query) => call('GET', `/wakes?${q({ owner, ...query })}`, undefined, true),
+      get: (owner, id) => call('GET', `/wake?${q({ owner, id })}`, undefined, true),
+      attempts: (owner, id) => call('GET', `/wake/attempts?${q({ owner, id })}`, undefined, true),
     },
     schedules: {
       apply: (text, options) =>

@@ -1,5 +1,5 @@
 /**
- * How a one-shot command (keys, migrate, alarms) reaches the store: PostgreSQL
+ * How a one-shot command (keys, migrate, alarms, wakes, schedules) reaches the store: PostgreSQL
  * directly when DATABASE_URL is set; otherwise the embedded store — opened here when no live
  * process holds it, or through the running server's control socket when one does.
  */

@@ -77,13 +77,22 @@ export async function applySchedulesFile(
   };
 }
 
+/** What an export gives: the file, the alarms left out (no key), the library timers left out by queue. */
+export interface SchedulesExport {
+  file: string;
+  skipped: { id: string; owner_did: string }[];
+  /** Live alarms of queues other than the router's (a library's timers), counted by queue. */
+  library: { queue: string; count: number }[];
+}
+
 /** The file's form of the live alarms of one owner or of every owner, and the alarms left out. */
 export async function exportSchedulesFile(
   service: SchedulesFileService,
   ownerDid?: string,
-): Promise<{ file: string; skipped: { id: string; owner_did: string }[] }> {
-  const { text, skipped } = writeSchedulesFile(await service.live(ownerDid));
-  return { file: text, skipped: skipped.map((a) => ({ id: a.id, owner_did: a.ownerDid })) };
+): Promise<SchedulesExport> {
+  const [live, library] = await Promise.all([service.live(ownerDid), service.liveElsewhere(ownerDid)]);
+  const { text, skipped } = writeSchedulesFile(live);
+  return { file: text, skipped: skipped.map((a) => ({ id: a.id, owner_did: a.ownerDid })), library };
 }
 
 /** One line for an entry's outcome: `alarms.3 (owner …, key "standup"): updated alarm … (cron)`. */

@@ -25,7 +25,12 @@
 import { ChronosError, renameFieldErrors, type FieldError } from '../errors.js';
 import { canonicalJson, RawJson } from '../json.js';
 import { resolveSchedule } from '../schedule/resolve.js';
-import { alarmsCountFileChange, alarmsGetByKeys, alarmsListLive } from '../store/alarms.js';
+import {
+  alarmsCountFileChange,
+  alarmsCountLiveElsewhere,
+  alarmsGetByKeys,
+  alarmsListLive,
+} from '../store/alarms.js';
 import type { DbClock } from '../store/db-clock.js';
 import { sqlState, type Db, type Executor } from '../store/db.js';
 import { scheduleChangesInsert } from '../store/schedule-changes.js';
@@ -193,6 +198,14 @@ export class SchedulesFileService {
   /** The live (active and paused) alarms of the router's queue, of one owner or of all: an export's content. */
   live(ownerDid?: string): Promise<Alarm[]> {
     return alarmsListLive(this.options.db, ownerDid ?? null, ROUTER_QUEUE);
+  }
+
+  /**
+   * The live library timers (alarms of a queue other than the router's) an export leaves out, of
+   * one owner or of all, counted by queue: a schedules file holds only the service's alarms.
+   */
+  liveElsewhere(ownerDid?: string): Promise<{ queue: string; count: number }[]> {
+    return alarmsCountLiveElsewhere(this.options.db, ownerDid ?? null, ROUTER_QUEUE);
   }
 
   async #reconcileOne(

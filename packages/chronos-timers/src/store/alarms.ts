@@ -1257,3 +1257,22 @@ const listLive = sql(
 export async function alarmsListLive(ex: Executor, ownerDid: string | null, queue: string): Promise<Alarm[]> {
   return (await ex.query<AlarmRow>(listLive, [ownerDid, queue])).map(toAlarm);
 }
+
+// How many active and paused alarms each queue other than $2 holds, of one owner ($1) or of
+// every owner ($1 NULL): what an export of the queue $2 leaves out.
+const countLiveElsewhere = sql(
+  'alarms_count_live_elsewhere',
+  `SELECT queue, count(*)::int AS n FROM chronos.alarms
+   WHERE ($1::text IS NULL OR owner_did = $1) AND queue <> $2 AND status IN ('active', 'paused')
+   GROUP BY queue ORDER BY queue`,
+);
+
+/** The live (active and paused) alarms of every queue but `queue`, counted by queue. */
+export async function alarmsCountLiveElsewhere(
+  ex: Executor,
+  ownerDid: string | null,
+  queue: string,
+): Promise<{ queue: string; count: number }[]> {
+  const rows = await ex.query<{ queue: string; n: number }>(countLiveElsewhere, [ownerDid, queue]);
+  return rows.map((r) => ({ queue: r.queue, count: Number(r.n) }));
+}

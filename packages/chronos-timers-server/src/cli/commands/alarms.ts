@@ -1,28 +1,44 @@
 /**
- * `chronos alarms list|get|pause|resume|cancel --owner <did>`: an operator's view of one owner's
- * alarms, on PostgreSQL (DATABASE_URL), on the embedded store, or through the server that holds
- * it. `--json` prints the HTTP API's JSON as it is (payloads digit for digit); otherwise a table.
+ * `chronos alarms list [--owner <did>]` and `chronos alarms get|pause|resume|cancel|fire|retry
+ * <id> --owner <did>`: an operator's view of the alarms (every owner's, as the dashboard shows
+ * them, or one owner's) and the controls of contract §5, on PostgreSQL (DATABASE_URL), on the
+ * embedded store, or through the server that holds it. `--json` prints the HTTP API's JSON as it
+ * is (payloads digit for digit); otherwise a table.
  */
 import { loadConfig } from 'chronos-timers/internal';
 import { parseOwner } from 'chronos-timers/internal';
 import { withStore } from '../../control/store-access.js';
 import type { AlarmAction } from '../../control/store-ops.js';
 import { readArgs } from '../args.js';
-import { EXIT_OK, UsageError, type CliIo, type Command, runSubcommand, type Subcommand } from '../io.js';
+import {
+  EXIT_OK,
+  UsageError,
+  type CliIo,
+  type Command,
+  runSubcommand,
+  type Subcommand,
+  table,
+} from '../io.js';
 
-const USAGE = `usage: chronos alarms list --owner <did> [--status <status>] [--limit <n>] [--cursor <c>] [--json]
+const USAGE = `usage: chronos alarms list [--owner <did>] [--status <status>] [--limit <n>] [--cursor <c>] [--json]
        chronos alarms get <alarm id> --owner <did> [--json]
        chronos alarms pause <alarm id> --owner <did>
        chronos alarms resume <alarm id> --owner <did>
-       chronos alarms cancel <alarm id> --owner <did>`;
+       chronos alarms cancel <alarm id> --owner <did>
+       chronos alarms fire <alarm id> --owner <did>
+       chronos alarms retry <alarm id> --owner <did>`;
 
-const HELP = `An operator's view of one owner's alarms (the owner's DID, as its API keys name it).
-  list     newest first; --status active|paused|fired|cancelled|failed; --limit 1-200 (default 50);
+const HELP = `An operator's view of the alarms (an owner is its DID, as its API keys name it).
+  list     newest first, every owner's with an OWNER column (as the dashboard shows them), or only
+           --owner's; --status active|paused|fired|cancelled|failed; --limit 1-200 (default 50);
            --cursor <next_cursor> for the next page
   get      one alarm
   pause    stop it firing until resumed (a paused alarm is never claimed)
   resume   fire again: a cron alarm at its next occurrence after now, no catching up
   cancel   stop it for good
+  fire     one extra delivery now (trigger "manual") of an active or paused alarm; a cron
+           alarm's schedule is not moved
+  retry    a failed alarm active again, its failures forgotten, due now
 Works with DATABASE_URL, on the embedded store, and while a server runs on it.`;
 
 interface AlarmJson {
@@ -55,7 +71,8 @@ async function list(args: string[], io: CliIo): Promise<number> {
     cursor: { type: 'string' },
     json: { type: 'boolean' },
   });
-  const owner = ownerOf(values);
+  // Without --owner: every owner's, the operator's view.
+  const owner = values.owner === undefined ? undefined : ownerOf(values);
   const text = await withStore(loadConfig(io.env), ({ store }) =>
     store.alarms.list(owner, {
       status: values.status as string | undefined,
@@ -67,15 +84,31 @@ async function list(args: string[], io: CliIo): Promise<number> {
     io.out(text);
     return EXIT_OK;
   }
-  const page = JSON.parse(text) as { alarms: AlarmJson[]; next_cursor: string | null };
+  const page = JSON.parse(text) as {
+    alarms: AlarmJson[];
+    next_cursor: string | null;
+    owners?: Record<string, string>;
+  };
   if (page.alarms.length === 0) {
     io.out('No alarms.');
     return EXIT_OK;
   }
+  const owners = page.owners;
   table(io, [
-    ['ID', 'STATUS', 'KIND', 'SCHEDULE', 'NEXT FIRE', 'LAST FIRED', 'FAILURES', 'LABEL'],
+    [
+      'ID',
+      ...(owners ? ['OWNER'] : []),
+      'STATUS',
+      'KIND',
+      'SCHEDULE',
+      'NEXT FIRE',
+      'LAST FIRED',
+      'FAILURES',
+      'LABEL',
+    ],
     ...page.alarms.map((a) => [
       a.id,
+      ...(owners ? [owners[a.id] ?? '-'] : []),
       a.status,
       a.kind,
       a.kind === 'cron' ? `${a.cron_expr} (${a.timezone})` : '-',
@@ -85,7 +118,16 @@ async function list(args: string[], io: CliIo): Promise<number> {
       a.label || '-',
     ]),
   ]);
-  if (page.next_cursor) io.out(`More: chronos alarms list --owner ${owner} --cursor ${page.next_cursor}`);
+  if (page.next_cursor) {
+    const more = [
+      'chronos alarms list',
+      ...(owner ? [`--owner ${owner}`] : []),
+      ...(typeof values.status === 'string' ? [`--status ${values.status}`] : []),
+      ...(typeof values.limit === 'string' ? [`--limit ${values.limit}`] : []),
+      `--cursor ${page.next_cursor}`,
+    ];
+    io.out(`More: ${more.join(' ')}`);
+  }
   return EXIT_OK;
 }
 
@@ -119,28 +161,19 @@ function act(action: AlarmAction, done: string) {
   };
 }
 
-function table(io: CliIo, rows: string[][]): void {
-  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-  for (const row of rows)
-    io.out(
-      row
-        .map((cell, i) => cell.padEnd(widths[i]!))
-        .join('  ')
-        .trimEnd(),
-    );
-}
-
 const SUBCOMMANDS: Record<string, Subcommand> = {
   list,
   get,
   pause: act('pause', 'paused'),
   resume: act('resume', 'resumed'),
   cancel: act('cancel', 'cancelled'),
+  fire: act('fire', 'fired now'),
+  retry: act('retry', 'retried'),
 };
 
 export const alarmsCommand: Command = {
   name: 'alarms',
-  summary: "list, show, pause, resume and cancel one owner's alarms (an operator's view)",
+  summary: "list every owner's alarms or one's; show, pause, resume, cancel, fire now, retry one",
   usage: USAGE,
   help: HELP,
   run: (args, io) => runSubcommand(SUBCOMMANDS, args, io),

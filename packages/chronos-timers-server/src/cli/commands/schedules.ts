@@ -12,7 +12,7 @@ import { loadConfig } from 'chronos-timers/internal';
 import { parseOwner } from 'chronos-timers/internal';
 import { withStore } from '../../control/store-access.js';
 import { describeResult, summarise } from '../../schedules-file/apply.js';
-import { MAX_SCHEDULES_FILE_BYTES } from 'chronos-timers/internal';
+import { MAX_SCHEDULES_FILE_BYTES, ROUTER_QUEUE } from 'chronos-timers/internal';
 import { readArgs } from '../args.js';
 import { EXIT_FAILURE, EXIT_OK, type CliIo, type Command, runSubcommand, type Subcommand } from '../io.js';
 
@@ -28,8 +28,8 @@ and "key" (the alarm's idempotency key). README.md, "Schedules in a file", has a
            An invalid file prints every error (alarms.3.cron: expected …) and exits 1, nothing
            written. --dry-run: says what it would do, writes nothing.
   export   print the active and paused alarms as a schedules file (every owner's, or --owner's);
-           alarms without an idempotency key are left out (said on stderr). Applying it changes
-           nothing.
+           alarms without an idempotency key, and a library's timers (queues other than the
+           service's), are left out (said on stderr). Applying it changes nothing.
 Works with DATABASE_URL, on the embedded store, and while a server runs on it.`;
 
 async function apply(args: string[], io: CliIo): Promise<number> {
@@ -68,12 +68,21 @@ async function apply(args: string[], io: CliIo): Promise<number> {
 async function exportFile(args: string[], io: CliIo): Promise<number> {
   const { values } = readArgs(args, { owner: { type: 'string', value: 'did' } });
   const owner = typeof values.owner === 'string' ? parseOwner(values.owner, 'owner').did : undefined;
-  const { file, skipped } = await withStore(loadConfig(io.env), ({ store }) => store.schedules.export(owner));
-  io.out(file);
-  for (const alarm of skipped) {
+  const exported = await withStore(loadConfig(io.env), ({ store }) => store.schedules.export(owner));
+  io.out(exported.file);
+  for (const alarm of exported.skipped) {
     io.err(
       `chronos schedules: left out alarm ${alarm.id} of ${alarm.owner_did}: it has no idempotency key, ` +
         'and a schedules file names each alarm by its key',
+    );
+  }
+  const library = exported.library.reduce((sum, q) => sum + q.count, 0);
+  if (library > 0) {
+    const queues = exported.library.map((q) => `${q.count} in queue "${q.queue}"`).join(', ');
+    io.err(
+      `chronos schedules: left out ${library} library timer${library === 1 ? '' : 's'} (${queues}): ` +
+        `a schedules file holds the service's alarms (queue "${ROUTER_QUEUE}") only; ` +
+        "a library's timers are its application's to schedule",
     );
   }
   return EXIT_OK;
