@@ -29,7 +29,7 @@ module.exports = {
       comment:
         'PGlite is an optional peer dependency of the library: only the embedded store (loaded by a dynamic import when dataDir is used) may import it',
       severity: 'error',
-      from: { path: LIB, pathNot: `${LIB}store/(embedded|embedded-template|embedded-ahead|db)\\.ts$` },
+      from: { path: LIB, pathNot: `${LIB}store/driver/(embedded|embedded-template|embedded-ahead|db)\\.ts$` },
       to: { path: 'node_modules/@electric-sql/pglite' },
     },
     {

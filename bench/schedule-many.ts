@@ -22,7 +22,7 @@ import pg from 'pg';
 import type { PGlite } from '@electric-sql/pglite';
 import { createChronos, type Chronos, type TimerSpec } from '../packages/chronos-timers/src/library.js';
 import { LIBRARY_OWNER, parseOwner } from '../packages/chronos-timers/src/core/owner.js';
-import { LiteDb } from '../packages/chronos-timers/src/store/db.js';
+import { LiteDb } from '../packages/chronos-timers/src/store/driver/db.js';
 import {
   backendCpu,
   backendCpuSince,

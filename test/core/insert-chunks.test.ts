@@ -10,7 +10,7 @@
  * On PGlite the same batch is one statement; the cases hold there too.
  */
 import { afterEach, expect, it } from 'vitest';
-import { sql, type PgDb } from '../../packages/chronos-timers/src/store/db.js';
+import { sql, type PgDb } from '../../packages/chronos-timers/src/store/driver/db.js';
 import { describeEachBackend, postgresOnly } from '../support/backends.js';
 import { appOrders, inCallerTransaction, insertOrder, libraryOn } from '../support/library.js';
 import type { ChronosError } from '../../packages/chronos-timers/src/errors.js';

@@ -7,7 +7,7 @@
  * time the insert takes from their next fire time).
  *
  * A batch large enough to go in parts on a caller's transaction is copied instead on PostgreSQL
- * (`COPY … FROM STDIN` in binary, store/copy-rows.ts): every column then comes back as it went
+ * (`COPY … FROM STDIN` in binary, store/driver/copy-rows.ts): every column then comes back as it went
  * in too, the columns a part shares encoded once or per row, a payload whose stored text only
  * the database knows read back, and the answer the same as the stored rows.
  */
@@ -30,7 +30,7 @@ const AWKWARD = [
   // The separators of the insert's answer (store/alarms.ts), which JSONB's text escapes.
   'unit\u001fsep\u001erecord',
   // A binary copy writes short ASCII a byte a character and the rest through the encoder
-  // (store/copy-rows.ts): a text that turns non-ASCII inside the short length, and one past it.
+  // (store/driver/copy-rows.ts): a text that turns non-ASCII inside the short length, and one past it.
   `${'a'.repeat(40)}€ after forty`,
   `${'b'.repeat(70)} and é past the seventieth`,
 ];

@@ -6,8 +6,8 @@
 import { resolve } from 'node:path';
 import { ChronosError, describeValue, type FieldError } from './errors.js';
 import { parseDuration } from './schedule/duration.js';
-import { parseConnectionString } from './store/connection-string.js';
-import { DEFAULT_SCHEMA, POOLER_MODES, schemaName, type PoolerMode } from './store/db.js';
+import { parseConnectionString } from './store/driver/connection-string.js';
+import { DEFAULT_SCHEMA, POOLER_MODES, schemaName, type PoolerMode } from './store/driver/db.js';
 
 /** The schema a store's tables live in when none is named (the library's default too). */
 export { DEFAULT_SCHEMA };

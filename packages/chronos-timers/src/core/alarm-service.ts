@@ -45,8 +45,8 @@ import {
   type NewAlarm,
   type ScheduleColumns,
 } from '../store/alarms.js';
-import type { DbClock } from '../store/db-clock.js';
-import type { Executor } from '../store/db.js';
+import type { DbClock } from '../store/driver/db-clock.js';
+import type { Executor } from '../store/driver/db.js';
 import {
   DEFAULT_MAX_FAILURES,
   DEFAULT_QUEUE,

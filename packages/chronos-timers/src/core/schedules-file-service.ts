@@ -26,8 +26,8 @@ import { ChronosError, renameFieldErrors, type FieldError } from '../errors.js';
 import { canonicalJson, RawJson } from '../json.js';
 import { resolveSchedule } from '../schedule/resolve.js';
 import { alarmsCountFileChange, alarmsGetByKeys, alarmsListLive } from '../store/alarms.js';
-import type { DbClock } from '../store/db-clock.js';
-import { sqlState, type Db, type Executor } from '../store/db.js';
+import type { DbClock } from '../store/driver/db-clock.js';
+import { sqlState, type Db, type Executor } from '../store/driver/db.js';
 import { scheduleChangesInsert } from '../store/schedule-changes.js';
 import {
   scheduleFileEntriesGet,

@@ -29,10 +29,10 @@ import {
   type Executor,
   type PruneBatch,
   type Statement,
-} from './db.js';
-import type { CopyIn } from './copy-in.js';
-import { CopyRows } from './copy-rows.js';
-import { newRowIds } from './row-id.js';
+} from './driver/db.js';
+import type { CopyIn } from './driver/copy-in.js';
+import { CopyRows } from './driver/copy-rows.js';
+import { newRowIds } from './driver/row-id.js';
 
 /** The channel that announces alarms due soon; its payload names their queue. */
 export const dueChannel = (schema: string): string => channel(schema, 'due');

@@ -15,7 +15,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { alarmColumns, toAlarm, type AlarmRow } from './alarms.js';
-import { arrayLiteral, sql, textElement, type Executor } from './db.js';
+import { arrayLiteral, sql, textElement, type Executor } from './driver/db.js';
 import { RawJson } from '../json.js';
 import { DEFAULT_MAX_FAILURES, type Alarm, type AlarmStatus, type ClaimedAlarm } from '../types.js';
 import { capLastError } from './last-error.js';

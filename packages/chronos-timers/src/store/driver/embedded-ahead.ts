@@ -25,7 +25,7 @@ declare const WebAssembly: { compile(bytes: Uint8Array): Promise<WasmModule> };
 
 /** Where the build puts the template: `dist/embedded/` beside the compiled code, found from the sources too. */
 export const TEMPLATE_FILE = fileURLToPath(
-  new URL('../../dist/embedded/pgdata-template.tar.gz', import.meta.url),
+  new URL('../../../dist/embedded/pgdata-template.tar.gz', import.meta.url),
 );
 
 let compiled: Promise<WasmModule | undefined> | undefined;

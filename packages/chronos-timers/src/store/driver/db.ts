@@ -27,7 +27,7 @@
  */
 import pg from 'pg';
 import type { PGlite, Transaction as LiteTransaction } from '@electric-sql/pglite';
-import { ChronosError } from '../errors.js';
+import { ChronosError } from '../../errors.js';
 import { describeHost, parseConnectionString, type ParsedConnectionString } from './connection-string.js';
 import { isFailoverError, MultiHost, type MultiHostEvent, type MultiHostStatus } from './multi-host.js';
 import { CopyInQuery, type CopyIn } from './copy-in.js';
