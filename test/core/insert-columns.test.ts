@@ -1,5 +1,5 @@
 /**
- * The batch insert writes its columns as array literals of its own (store/alarms.ts): one value
+ * The batch insert writes its columns as array literals of its own (store/alarm-inserts.ts): one value
  * for a column the same in every alarm, one element per alarm otherwise. Every awkward text an
  * array literal could mangle — quotes, backslashes, braces, commas, the word NULL, an empty
  * string, a newline, characters beyond the BMP — comes back exactly as it went in, in both
@@ -27,7 +27,7 @@ const AWKWARD = [
   'two\nlines',
   'ünï 🕰',
   '\\"{,}"\\',
-  // The separators of the insert's answer (store/alarms.ts), which JSONB's text escapes.
+  // The separators of the insert's answer (store/alarm-inserts.ts), which JSONB's text escapes.
   'unit\u001fsep\u001erecord',
   // A binary copy writes short ASCII a byte a character and the rest through the encoder
   // (store/driver/copy-rows.ts): a text that turns non-ASCII inside the short length, and one past it.
