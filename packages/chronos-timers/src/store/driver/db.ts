@@ -630,6 +630,16 @@ class PgListener {
 }
 
 /**
+ * PostgreSQL's own page cache in the embedded store, in MB, unless its opener is given another
+ * (`CHRONOS_EMBEDDED_SHARED_BUFFERS_MB`, which config.ts reads: kept here, beside LiteDb, so that
+ * config.ts has it without loading PGlite). PostgreSQL's default is zeroed at every start and
+ * stays resident; with a smaller one a start takes less memory and CPU. The operating system's
+ * file cache still holds the files, and a page missed costs a file read rather than a disk seek
+ * (bench/README.md, "Embedded store start").
+ */
+export const EMBEDDED_SHARED_BUFFERS_MB = 16;
+
+/**
  * A PGlite instance (`@electric-sql/pglite`) as Chronos's types name it: declared here, so that
  * the library's declarations need PGlite (an optional peer dependency) only where it is used.
  * A real `PGlite` is one; `LiteDb` uses it as the real type inside.
