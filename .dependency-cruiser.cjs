@@ -49,6 +49,14 @@ module.exports = {
       to: { path: `${LIB}(core/|wire/|dispatch/|tracker/|receivers/|library|core-service|index|internal)` },
     },
     {
+      name: 'driver-is-the-floor',
+      comment:
+        "the store's driver (store/driver/: connections, the protocol, encodings, the embedded store, migrate) knows no table of Chronos and nothing above the store: the tables build on it, so it can be tested, changed or replaced under them; only the errors and the clock (leaves of the library) are shared with it",
+      severity: 'error',
+      from: { path: `${LIB}store/driver/` },
+      to: { path: LIB, pathNot: `${LIB}(store/driver/|errors\\.ts$|clock\\.ts$)` },
+    },
+    {
       name: 'core-no-loops',
       comment: 'core services hold the rules for every door and never import the loops or the doors',
       severity: 'error',
