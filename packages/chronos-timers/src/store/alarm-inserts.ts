@@ -26,8 +26,9 @@ export interface InsertQuotas {
 //   A column whose value is the same for every alarm (the owner, the queue, the kind… in most
 //   batches) travels as that one value: `col($n)` picks it for every row (see batchColumn).
 //   The fire time ($6) travels empty when every alarm fires once at its next fire time ($9).
-//   Array literals are our own (driver/db.ts), not the driver's: for 50,000 alarms that halved the
-//   client's work and PostgreSQL's (bench/schedule-many.ts). The payloads are one JSON array
+//   Array literals are our own (driver/db.ts), not the driver's: less work for the client and
+//   for PostgreSQL in a large batch (bench/schedule-many.ts; figures in bench/README.md,
+//   "Figures from the store's comments"). The payloads are one JSON array
 //   ($12, see jsonArray), parsed once straight into JSONB, not a text[] of escaped JSON texts.
 // - The quota counts ($19 owner, NULL without quotas) run once: the creates of the owner's last
 //   minute (stopping at the limit; not the library's, over alarms_owner_idx, 0016) and its live
@@ -38,10 +39,10 @@ export interface InsertQuotas {
 //   decides, so concurrent creates agree); the caller reads the existing alarm back.
 // - It answers the ids written, each payload as stored (JSONB's text: what every later read
 //   shows) and the time (now()) they were written, not the whole rows: the caller has every
-//   other column already, and for 50,000 alarms formatting and parsing them all back cost more
+//   other column already, and in a large batch formatting and parsing them all back cost more
 //   than the insert. They come as one text in one row — `id US payload` records separated by
 //   RS (chr 31 and 30, control characters JSONB's text never holds raw) — which the client
-//   splits for a fraction of what 50,000 rows cost to parse.
+//   splits for much less than as many rows cost to parse.
 // - One notification per queue with an alarm due within $18 ms, however many there are.
 const insertManyText = (written: string, returning: string, onConflict: string) => `WITH quota AS (
      SELECT r.n AS recent, r.reset_s AS rate_reset_s,
@@ -91,8 +92,8 @@ const insertManyText = (written: string, returning: string, onConflict: string) 
 // Each insert in two forms: `skip` passes over an alarm whose key is taken (`ON CONFLICT … DO
 // NOTHING`); `fresh` has no `ON CONFLICT`, and a taken key fails it (23505). The speculative
 // insertion `ON CONFLICT` makes of every row (a look in the key's index, the row written, then
-// confirmed) is about a quarter of what PostgreSQL spends writing a large batch, so the parts of
-// one are tried `fresh` first (see alarmsInsertParts).
+// confirmed) is a large share of what PostgreSQL spends writing a large batch, so the parts of
+// one are tried `fresh` first (see alarmsInsertParts; bench/README.md, "Bulk scheduling").
 const SKIP_TAKEN_KEYS = `ON CONFLICT (owner_did, idempotency_key) WHERE idempotency_key <> '' DO NOTHING`;
 const insertForms = (name: string, written: string, returning: string) => ({
   skip: sql(name, insertManyText(written, returning, SKIP_TAKEN_KEYS)),
@@ -104,8 +105,8 @@ const insertMany = insertForms(
   'id, next_fire_at, queue, payload',
 );
 // The same, for alarms whose stored payloads the caller knows: the ids written, only when some
-// were not (a key taken already); no payload comes back. For 1,000 alarms with payloads of their
-// own this took about an eighth off PostgreSQL's time (bench/README.md, "Bulk scheduling").
+// were not (a key taken already); no payload comes back, which spares PostgreSQL the formatting
+// of every payload (bench/README.md, "Bulk scheduling").
 const insertManyKnown = insertForms(
   'alarms_insert_many_known',
   `CASE WHEN (SELECT count(*) FROM ins) = $22 THEN NULL
@@ -163,9 +164,9 @@ const NO_QUOTAS: InsertQuotas = { ownerDid: '', maxActiveAlarms: 0, createRatePe
  *
  * Without quotas, a batch larger than `chunk` goes as several statements of `chunk` alarms, one
  * at a time, each built while PostgreSQL runs the one before it and each answer read while it
- * runs the next: the client's work and the database's overlap instead of adding up (for 50,000
- * timers 1.4–1.8 times the rate under load; bench/schedule-many.ts). `ex` must then be one transaction's
- * connection, so that the batch stays all or nothing: a statement that fails aborts it.
+ * runs the next: the client's work and the database's overlap instead of adding up
+ * (bench/schedule-many.ts; figures in bench/README.md, "Figures from the store's comments"). `ex`
+ * must then be one transaction's connection, so that the batch stays all or nothing: a statement that fails aborts it.
  */
 export async function alarmsInsert(
   ex: Executor,
@@ -211,12 +212,12 @@ async function insertChecked(
  * `part` answering null stops the batch: nothing of it is kept, and the answer is null. A
  * statement refused part-way throws, and the caller's transaction (aborted) keeps none of it.
  *
- * The batch runs in a savepoint, its parts first in the `fresh` form, which writes about a
- * quarter faster for PostgreSQL (bench/README.md, "Bulk scheduling") but fails on a key taken
+ * The batch runs in a savepoint, its parts first in the `fresh` form, which PostgreSQL writes
+ * faster (bench/README.md, "Bulk scheduling") but which fails on a key taken
  * already or given twice. Then the batch goes back to the savepoint and is written again with
  * `ON CONFLICT`, its parts made again by `part` (unless one of them was refused meanwhile: the
- * batch is then refused as it is). A batch that repeats keys costs up to twice the work, a batch
- * of new keys a quarter less. On a connection outside a transaction block, where there is no
+ * batch is then refused as it is). A batch that repeats keys costs up to twice the work (it is
+ * written twice), a batch of new keys less. On a connection outside a transaction block, where there is no
  * savepoint to go back to, the parts go with `ON CONFLICT` only, and a stopped batch deletes what
  * its earlier parts wrote.
  */

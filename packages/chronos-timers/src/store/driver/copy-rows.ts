@@ -125,7 +125,8 @@ export class CopyRows {
     const b = this.#buffer;
     const start = this.#at + head;
     // A short ASCII text is copied here, a code unit a byte: a call to the encoder for each of a
-    // batch's keys was a tenth of what a cold batch spent (bench/README.md, "Bulk scheduling").
+    // batch's keys was a visible share of what a cold batch spent (bench/README.md, "Bulk
+    // scheduling"; the figure in "Figures from the store's comments").
     let length = 0;
     if (n <= 64) {
       while (length < n) {

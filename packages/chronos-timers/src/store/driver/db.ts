@@ -48,9 +48,9 @@ export function sql(name: string, text: string): Statement {
 /**
  * `{a,b,NULL}`: each element written by `element`, null as NULL. For a `$n::type[]` parameter
  * of many elements, instead of node-postgres's own literal, which it grows a string per element
- * and separator: for 50,000 alarms inserted this halved the client's work
- * (bench/schedule-many.ts); for a worker recording its outcomes, the driver's literals were a
- * third of what it allocated while draining (bench/README.md, "Worker RSS").
+ * and separator: a large batch of alarms costs the client less work this way
+ * (bench/schedule-many.ts), and a worker recording its outcomes allocates less while draining
+ * (bench/README.md, "Worker RSS"; the figures in "Figures from the store's comments").
  */
 export function arrayLiteral<T>(values: readonly T[], element: (v: NonNullable<T>) => string): string {
   // The common cases joined at once, with no string made per element: bare values without a

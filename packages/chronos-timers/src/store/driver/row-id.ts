@@ -90,8 +90,9 @@ function writeHex(t: Buffer, at: number, raw: Buffer, from: number): void {
 /**
  * `Buffer#latin1Slice`, what `toString('latin1', start, end)` calls once it has read its
  * arguments: Node's own (every Buffer has it, Node 18 to 24), not in its typings. Called directly,
- * a fresh process's batch of 5,000 makes its ids in a fraction of the time (toString's argument
- * handling, run by the interpreter, was about 2 µs an id). row-id.test.ts holds that it is there.
+ * a fresh process's batch makes its ids much faster: toString's argument handling, run by the
+ * interpreter, was most of the time an id took (bench/README.md, "Figures from the store's
+ * comments"). row-id.test.ts holds that it is there.
  */
 interface Latin1Slicer {
   latin1Slice(start: number, end: number): string;
