@@ -29,7 +29,7 @@ module.exports = {
       comment:
         'PGlite is an optional peer dependency of the library: only the embedded store (loaded by a dynamic import when dataDir is used) may import it',
       severity: 'error',
-      from: { path: LIB, pathNot: `${LIB}store/(embedded|embedded-template|embedded-ahead|db)\\.ts$` },
+      from: { path: LIB, pathNot: `${LIB}store/driver/(embedded|embedded-template|embedded-ahead|db)\\.ts$` },
       to: { path: 'node_modules/@electric-sql/pglite' },
     },
     {
@@ -47,6 +47,14 @@ module.exports = {
       severity: 'error',
       from: { path: `${LIB}store/` },
       to: { path: `${LIB}(core/|wire/|dispatch/|tracker/|receivers/|library|core-service|index|internal)` },
+    },
+    {
+      name: 'driver-is-the-floor',
+      comment:
+        "the store's driver (store/driver/: connections, the protocol, encodings, the embedded store, migrate) knows no table of Chronos and nothing above the store: the tables build on it, so it can be tested, changed or replaced under them; only the errors and the clock (leaves of the library) are shared with it",
+      severity: 'error',
+      from: { path: `${LIB}store/driver/` },
+      to: { path: LIB, pathNot: `${LIB}(store/driver/|errors\\.ts$|clock\\.ts$)` },
     },
     {
       name: 'core-no-loops',

@@ -37,7 +37,7 @@
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import { alarmsClaimDue, alarmsNextDueMs } from '../packages/chronos-timers/src/store/claims.js';
-import { PgDb, sql, type BackendKind, type Db } from '../packages/chronos-timers/src/store/db.js';
+import { PgDb, sql, type BackendKind, type Db } from '../packages/chronos-timers/src/store/driver/db.js';
 import {
   backendsFromArgs,
   createBench,

@@ -11,7 +11,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
-import type { BackendKind } from '../packages/chronos-timers/src/store/db.js';
+import type { BackendKind } from '../packages/chronos-timers/src/store/driver/db.js';
 import { launchChromium, startDashboardServer } from '../test/ui/browser.js';
 import { createBench, machineLoad, RESULTS_DIR, summarize } from './support.js';
 

@@ -26,7 +26,7 @@
 import { performance } from 'node:perf_hooks';
 import { createChronos, type Chronos, type WorkOptions } from '../packages/chronos-timers/src/library.js';
 import type { ClaimMode } from '../packages/chronos-timers/src/index.js';
-import { LiteDb, sql } from '../packages/chronos-timers/src/store/db.js';
+import { LiteDb, sql } from '../packages/chronos-timers/src/store/driver/db.js';
 import { PgBouncer } from '../test/scenarios/support/pgbouncer.js';
 import {
   backendsFromArgs,

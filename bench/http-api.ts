@@ -28,7 +28,7 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
 import { KeyService } from '../packages/chronos-timers/src/core/key-service.js';
-import { sql } from '../packages/chronos-timers/src/store/db.js';
+import { sql } from '../packages/chronos-timers/src/store/driver/db.js';
 import { PgBouncer } from '../test/scenarios/support/pgbouncer.js';
 import {
   createPostgres,

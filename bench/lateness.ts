@@ -22,7 +22,7 @@
 import { performance } from 'node:perf_hooks';
 import { createChronos, type Chronos } from '../packages/chronos-timers/src/library.js';
 import type { TimerFire } from '../packages/chronos-timers/src/receivers/handler.js';
-import { LiteDb, sql, type Db } from '../packages/chronos-timers/src/store/db.js';
+import { LiteDb, sql, type Db } from '../packages/chronos-timers/src/store/driver/db.js';
 import {
   backendsFromArgs,
   deadline,

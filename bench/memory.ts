@@ -17,7 +17,7 @@ import { spawn } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { createChronos } from '../packages/chronos-timers/src/library.js';
-import { sql } from '../packages/chronos-timers/src/store/db.js';
+import { sql } from '../packages/chronos-timers/src/store/driver/db.js';
 import {
   backendsFromArgs,
   deadline,
@@ -147,7 +147,7 @@ async function measure(bench: BenchDatabase, runs: number): Promise<WorkerReport
 
 /** PGlite: the worker held the store; open it again in this process. */
 async function reopen(bench: BenchDatabase): Promise<void> {
-  const { openEmbedded } = await import('../packages/chronos-timers/src/store/embedded.js');
+  const { openEmbedded } = await import('../packages/chronos-timers/src/store/driver/embedded.js');
   bench.db = await openEmbedded(bench.dataDir!);
 }
 

@@ -10,8 +10,8 @@ import { AlarmService } from '../packages/chronos-timers/src/core/alarm-service.
 import { parseOwner } from '../packages/chronos-timers/src/core/owner.js';
 import { Dispatcher } from '../packages/chronos-timers/src/dispatch/dispatcher.js';
 import { WebhookReceiver } from '../packages/chronos-timers-server/src/receivers/webhook.js';
-import { DbClock } from '../packages/chronos-timers/src/store/db-clock.js';
-import { sql } from '../packages/chronos-timers/src/store/db.js';
+import { DbClock } from '../packages/chronos-timers/src/store/driver/db-clock.js';
+import { sql } from '../packages/chronos-timers/src/store/driver/db.js';
 import { Sink } from '../test/support/sink.js';
 import { createPostgres, summarize } from './support.js';
 

@@ -15,7 +15,7 @@
  * the sink) measure contention for the CPUs, not scale.
  */
 import { Instance, stopAll } from '../test/scenarios/support/instance.js';
-import { sql } from '../packages/chronos-timers/src/store/db.js';
+import { sql } from '../packages/chronos-timers/src/store/driver/db.js';
 import {
   createPostgres,
   loadWaitingAlarms,

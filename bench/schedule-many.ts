@@ -12,7 +12,7 @@
  * generate_series` in one transaction, with no client work and nothing sent over the socket. No
  * client can write the table faster than that: it is what the table, its indexes and the
  * server's settings cost by themselves. Its insert has no `ON CONFLICT`, as `scheduleMany`'s
- * parts have none while every key is new (store/alarms.ts, `alarmsInsertParts`).
+ * parts have none while every key is new (store/alarm-inserts.ts, `alarmsInsertParts`).
  *
  *   npx tsx bench/schedule-many.ts [--backend=postgres|pglite|both] [--sizes=5000,50000] [--runs=5] [--quiet=20]
  *     [--payload=distinct|none]     distinct (default): `{order: i, note}` per timer; none: no payload
@@ -22,7 +22,7 @@ import pg from 'pg';
 import type { PGlite } from '@electric-sql/pglite';
 import { createChronos, type Chronos, type TimerSpec } from '../packages/chronos-timers/src/library.js';
 import { LIBRARY_OWNER, parseOwner } from '../packages/chronos-timers/src/core/owner.js';
-import { LiteDb } from '../packages/chronos-timers/src/store/db.js';
+import { LiteDb } from '../packages/chronos-timers/src/store/driver/db.js';
 import {
   backendCpu,
   backendCpuSince,

@@ -24,7 +24,7 @@
  */
 import { decideOutcome } from '../packages/chronos-timers/src/dispatch/outcome.js';
 import { alarmsClaimDue, alarmsRecordOutcomes } from '../packages/chronos-timers/src/store/claims.js';
-import { PgDb, sql } from '../packages/chronos-timers/src/store/db.js';
+import { PgDb, sql } from '../packages/chronos-timers/src/store/driver/db.js';
 import {
   createPostgres,
   loadDueAlarms,

@@ -21,9 +21,9 @@ import {
   type BackendKind,
   type Db,
   type PGliteLike,
-} from '../packages/chronos-timers/src/store/db.js';
-import { openEmbedded } from '../packages/chronos-timers/src/store/embedded.js';
-import { migrate } from '../packages/chronos-timers/src/store/migrate.js';
+} from '../packages/chronos-timers/src/store/driver/db.js';
+import { openEmbedded } from '../packages/chronos-timers/src/store/driver/embedded.js';
+import { migrate } from '../packages/chronos-timers/src/store/driver/migrate.js';
 
 /**
  * Statements on the store a library instance opened, for a benchmark's own counts: its PGlite

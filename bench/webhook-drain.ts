@@ -39,7 +39,7 @@ import type { Fire, Receiver } from '../packages/chronos-timers/src/receivers/re
 import { webhookHeaders } from '../packages/chronos-timers-server/src/receivers/signing.js';
 import { wakeBody } from '../packages/chronos-timers-server/src/receivers/wake-body.js';
 import { WebhookReceiver } from '../packages/chronos-timers-server/src/receivers/webhook.js';
-import { sql, type Db } from '../packages/chronos-timers/src/store/db.js';
+import { sql, type Db } from '../packages/chronos-timers/src/store/driver/db.js';
 import type { Alarm } from '../packages/chronos-timers/src/types.js';
 import {
   createPostgres,

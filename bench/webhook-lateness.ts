@@ -22,7 +22,7 @@ import { randomBytes } from 'node:crypto';
 import { Dispatcher } from '../packages/chronos-timers/src/dispatch/dispatcher.js';
 import { Metrics } from '../packages/chronos-timers-server/src/metrics.js';
 import { WebhookReceiver } from '../packages/chronos-timers-server/src/receivers/webhook.js';
-import { sql } from '../packages/chronos-timers/src/store/db.js';
+import { sql } from '../packages/chronos-timers/src/store/driver/db.js';
 import {
   createPostgres,
   log,
@@ -151,7 +151,7 @@ async function main(): Promise<void> {
 }
 
 async function waitDrained(
-  db: import('../packages/chronos-timers/src/store/db.js').Db,
+  db: import('../packages/chronos-timers/src/store/driver/db.js').Db,
   pattern: string,
 ): Promise<void> {
   for (;;) {

@@ -6,7 +6,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import type { Db, Executor, Row, Statement } from '../packages/chronos-timers/src/store/db.js';
+import type { Db, Executor, Row, Statement } from '../packages/chronos-timers/src/store/driver/db.js';
 import { machineLoad, processCpuMs, type Load } from './support.js';
 
 export interface SinkReport {

@@ -9,7 +9,7 @@
 import { PGlite } from '@electric-sql/pglite';
 import { mkdirSync } from 'node:fs';
 import type { Page } from 'playwright-core';
-import { sql } from '../packages/chronos-timers/src/store/db.js';
+import { sql } from '../packages/chronos-timers/src/store/driver/db.js';
 import { launchChromium, startDashboardServer } from '../test/ui/browser.js';
 
 const OUT = new URL('../docs/screenshots/', import.meta.url);

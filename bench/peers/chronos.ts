@@ -23,7 +23,7 @@ import {
   type TimerSpec,
   type WorkOptions,
 } from '../../packages/chronos-timers/src/index.js';
-import { PgDb, type Db } from '../../packages/chronos-timers/src/store/db.js';
+import { PgDb, type Db } from '../../packages/chronos-timers/src/store/driver/db.js';
 import type {
   FireHandler,
   Peer,

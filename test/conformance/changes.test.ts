@@ -16,7 +16,7 @@ import {
   until,
 } from '../support/harness.js';
 import { AlarmService } from '../../packages/chronos-timers/src/core/alarm-service.js';
-import { DbClock } from '../../packages/chronos-timers/src/store/db-clock.js';
+import { DbClock } from '../../packages/chronos-timers/src/store/driver/db-clock.js';
 
 const api = { source: 'api' } as const;
 

@@ -1,7 +1,7 @@
 import type { AlarmSpec } from '../../packages/chronos-timers/src/core/alarm-spec.js';
 import { expect, it } from 'vitest';
 import { alarmsClaimDue } from '../../packages/chronos-timers/src/store/claims.js';
-import { sql } from '../../packages/chronos-timers/src/store/db.js';
+import { sql } from '../../packages/chronos-timers/src/store/driver/db.js';
 import { describeEachBackend, postgresOnly } from '../support/backends.js';
 import {
   alarmRow,

@@ -1,7 +1,7 @@
 import { expect, it } from 'vitest';
 import { isChronosError, type ChronosError } from '../../packages/chronos-timers/src/errors.js';
 import type { TimerFire } from '../../packages/chronos-timers/src/receivers/handler.js';
-import { sql } from '../../packages/chronos-timers/src/store/db.js';
+import { sql } from '../../packages/chronos-timers/src/store/driver/db.js';
 import { describeEachBackend } from '../support/backends.js';
 import {
   backdate,

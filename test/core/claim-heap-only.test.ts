@@ -1,6 +1,6 @@
 import { expect, it } from 'vitest';
 import { alarmsClaimDue } from '../../packages/chronos-timers/src/store/claims.js';
-import { sql } from '../../packages/chronos-timers/src/store/db.js';
+import { sql } from '../../packages/chronos-timers/src/store/driver/db.js';
 import { describeEachBackend } from '../support/backends.js';
 import { OWNER } from '../support/harness.js';
 

@@ -8,7 +8,7 @@
 import { expect, it } from 'vitest';
 import type { Delivery } from '../../packages/chronos-timers/src/receivers/receiver.js';
 import { alarmsClaimDue } from '../../packages/chronos-timers/src/store/claims.js';
-import { PgDb, sql } from '../../packages/chronos-timers/src/store/db.js';
+import { PgDb, sql } from '../../packages/chronos-timers/src/store/driver/db.js';
 import type { ClaimedAlarm } from '../../packages/chronos-timers/src/types.js';
 import { describeEachBackend, postgresOnly } from '../support/backends.js';
 import {

@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, expect, it, vi } from 'vitest';
-import { CONNECTION_LIFETIME_S, PgDb, sql } from '../../packages/chronos-timers/src/store/db.js';
+import { CONNECTION_LIFETIME_S, PgDb, sql } from '../../packages/chronos-timers/src/store/driver/db.js';
 import { describePostgresOnly } from '../support/backends.js';
 import { createTestDatabase, type TestDatabase } from '../support/databases.js';
 

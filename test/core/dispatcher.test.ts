@@ -1,7 +1,7 @@
 import { expect, it } from 'vitest';
 import { TestClock } from '../../packages/chronos-timers/src/clock.js';
 import type { Delivery } from '../../packages/chronos-timers/src/receivers/receiver.js';
-import { sql } from '../../packages/chronos-timers/src/store/db.js';
+import { sql } from '../../packages/chronos-timers/src/store/driver/db.js';
 import { describeEachBackend, postgresOnly } from '../support/backends.js';
 import {
   alarmRow,

@@ -1,5 +1,5 @@
 /**
- * What `chronos serve` starts before it loads its own modules (src/store/embedded-ahead.ts):
+ * What `chronos serve` starts before it loads its own modules (src/store/driver/embedded-ahead.ts):
  * PGlite's module compiled and a new store's template unzipped, taken by the next store opened,
  * once, and dropped by it whether used or not.
  */
@@ -7,12 +7,12 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { openEmbedded } from '../../packages/chronos-timers/src/store/embedded.js';
+import { openEmbedded } from '../../packages/chronos-timers/src/store/driver/embedded.js';
 import {
   startEmbeddedAhead,
   takeAhead,
   TEMPLATE_FILE,
-} from '../../packages/chronos-timers/src/store/embedded-ahead.js';
+} from '../../packages/chronos-timers/src/store/driver/embedded-ahead.js';
 
 describe('the embedded store started ahead', () => {
   const dirs: string[] = [];

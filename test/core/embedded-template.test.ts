@@ -1,5 +1,5 @@
 /**
- * The embedded store's template (src/store/embedded-template.ts): a new store is copied from a
+ * The embedded store's template (src/store/driver/embedded-template.ts): a new store is copied from a
  * migrated data directory instead of initialised, and is then a store like any other.
  */
 import { execFileSync } from 'node:child_process';
@@ -9,17 +9,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createChronos } from '../../packages/chronos-timers/src/library.js';
-import { openEmbedded } from '../../packages/chronos-timers/src/store/embedded.js';
+import { openEmbedded } from '../../packages/chronos-timers/src/store/driver/embedded.js';
 import {
   buildTemplate,
   copyTemplate,
   usableTemplate,
-} from '../../packages/chronos-timers/src/store/embedded-template.js';
+} from '../../packages/chronos-timers/src/store/driver/embedded-template.js';
 import {
   migrate,
   MIGRATIONS_DIR,
   pendingMigrations,
-} from '../../packages/chronos-timers/src/store/migrate.js';
+} from '../../packages/chronos-timers/src/store/driver/migrate.js';
 import { openFromAnotherProcess } from '../support/library.js';
 
 describe('the embedded store made from a template', () => {

@@ -3,7 +3,11 @@ import { spawnSync } from 'node:child_process';
 import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { acquireLock, lockPath, openEmbedded } from '../../packages/chronos-timers/src/store/embedded.js';
+import {
+  acquireLock,
+  lockPath,
+  openEmbedded,
+} from '../../packages/chronos-timers/src/store/driver/embedded.js';
 import { createChronos } from '../../packages/chronos-timers/src/library.js';
 import { isChronosError } from '../../packages/chronos-timers/src/errors.js';
 import { liteTemplateFile } from '../support/env.js';

@@ -9,7 +9,7 @@ import { expect, it } from 'vitest';
 import type { Delivery } from '../../packages/chronos-timers/src/receivers/receiver.js';
 import { alarmsGet } from '../../packages/chronos-timers/src/store/alarms.js';
 import { alarmsClaimDue } from '../../packages/chronos-timers/src/store/claims.js';
-import { sql } from '../../packages/chronos-timers/src/store/db.js';
+import { sql } from '../../packages/chronos-timers/src/store/driver/db.js';
 import { describeEachBackend } from '../support/backends.js';
 import {
   alarmRow,

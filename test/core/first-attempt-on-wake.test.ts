@@ -14,7 +14,7 @@ import {
   type Claim,
   type Outcome,
 } from '../../packages/chronos-timers/src/store/claims.js';
-import { sql } from '../../packages/chronos-timers/src/store/db.js';
+import { sql } from '../../packages/chronos-timers/src/store/driver/db.js';
 import { describeEachBackend } from '../support/backends.js';
 import { backdate, makeDispatcher, makeService, OWNER, RecordingReceiver } from '../support/harness.js';
 

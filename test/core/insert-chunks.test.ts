@@ -1,6 +1,6 @@
 /**
  * A large batch on a caller's transaction goes to PostgreSQL as several statements, each built
- * while the one before runs (store/alarms.ts, `alarmsInsert`). It must answer exactly as one
+ * while the one before runs (store/alarm-inserts.ts, `alarmsInsert`). It must answer exactly as one
  * statement would: in order, a key given twice answered with the first one's alarm, and all or
  * nothing — a statement refused part-way leaves none of the batch once the caller rolls back.
  * Its specs are read part by part as the parts before them are written, so a spec refused in a
@@ -10,7 +10,7 @@
  * On PGlite the same batch is one statement; the cases hold there too.
  */
 import { afterEach, expect, it } from 'vitest';
-import { sql, type PgDb } from '../../packages/chronos-timers/src/store/db.js';
+import { sql, type PgDb } from '../../packages/chronos-timers/src/store/driver/db.js';
 import { describeEachBackend, postgresOnly } from '../support/backends.js';
 import { appOrders, inCallerTransaction, insertOrder, libraryOn } from '../support/library.js';
 import type { ChronosError } from '../../packages/chronos-timers/src/errors.js';

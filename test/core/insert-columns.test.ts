@@ -1,5 +1,5 @@
 /**
- * The batch insert writes its columns as array literals of its own (store/alarms.ts): one value
+ * The batch insert writes its columns as array literals of its own (store/alarm-inserts.ts): one value
  * for a column the same in every alarm, one element per alarm otherwise. Every awkward text an
  * array literal could mangle — quotes, backslashes, braces, commas, the word NULL, an empty
  * string, a newline, characters beyond the BMP — comes back exactly as it went in, in both
@@ -7,7 +7,7 @@
  * time the insert takes from their next fire time).
  *
  * A batch large enough to go in parts on a caller's transaction is copied instead on PostgreSQL
- * (`COPY … FROM STDIN` in binary, store/copy-rows.ts): every column then comes back as it went
+ * (`COPY … FROM STDIN` in binary, store/driver/copy-rows.ts): every column then comes back as it went
  * in too, the columns a part shares encoded once or per row, a payload whose stored text only
  * the database knows read back, and the answer the same as the stored rows.
  */
@@ -27,10 +27,10 @@ const AWKWARD = [
   'two\nlines',
   'ünï 🕰',
   '\\"{,}"\\',
-  // The separators of the insert's answer (store/alarms.ts), which JSONB's text escapes.
+  // The separators of the insert's answer (store/alarm-inserts.ts), which JSONB's text escapes.
   'unit\u001fsep\u001erecord',
   // A binary copy writes short ASCII a byte a character and the rest through the encoder
-  // (store/copy-rows.ts): a text that turns non-ASCII inside the short length, and one past it.
+  // (store/driver/copy-rows.ts): a text that turns non-ASCII inside the short length, and one past it.
   `${'a'.repeat(40)}€ after forty`,
   `${'b'.repeat(70)} and é past the seventieth`,
 ];

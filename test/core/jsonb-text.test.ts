@@ -7,7 +7,7 @@
 import fc from 'fast-check';
 import { expect, it } from 'vitest';
 import { jsonbText } from '../../packages/chronos-timers/src/json.js';
-import { sql } from '../../packages/chronos-timers/src/store/db.js';
+import { sql } from '../../packages/chronos-timers/src/store/driver/db.js';
 import { describeEachBackend } from '../support/backends.js';
 
 const asStored = sql('test_jsonb_text', 'SELECT $1::jsonb::text AS text');

@@ -7,7 +7,7 @@
 import { expect, it } from 'vitest';
 import { isChronosError } from '../../packages/chronos-timers/src/errors.js';
 import { createChronos } from '../../packages/chronos-timers/src/library.js';
-import { sql } from '../../packages/chronos-timers/src/store/db.js';
+import { sql } from '../../packages/chronos-timers/src/store/driver/db.js';
 import { ATTEMPTS_OF_WAKE } from '../../packages/chronos-timers/src/store/wakes.js';
 import { describeEachBackend } from '../support/backends.js';
 import { backdate, gate } from '../support/harness.js';

@@ -1,12 +1,12 @@
 /**
  * A PostgreSQL store LISTENs on one connection of its own, shared by every listener and channel
- * (store/db.ts, `PgListener`): made by the first listen(), kept until close(), so a worker
+ * (store/driver/db.ts, `PgListener`): made by the first listen(), kept until close(), so a worker
  * started again listens at once, with no connection to make. Each listener hears its own channel
  * only; the last listener of a channel unlistens it; a lost connection is made again, listens on
  * every channel again, and tells every listener '' (re-poll: something may have been missed).
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { PgDb, sql } from '../../packages/chronos-timers/src/store/db.js';
+import { PgDb, sql } from '../../packages/chronos-timers/src/store/driver/db.js';
 import { describePostgresOnly } from '../support/backends.js';
 import { createTestDatabase, type TestDatabase } from '../support/databases.js';
 

@@ -7,8 +7,8 @@ import {
   migrate,
   migrationFiles,
   pendingMigrations,
-} from '../../packages/chronos-timers/src/store/migrate.js';
-import { sql } from '../../packages/chronos-timers/src/store/db.js';
+} from '../../packages/chronos-timers/src/store/driver/migrate.js';
+import { sql } from '../../packages/chronos-timers/src/store/driver/db.js';
 import { describeEachBackend, postgresOnly } from '../support/backends.js';
 
 const versions = sql(

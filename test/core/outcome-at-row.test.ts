@@ -6,7 +6,7 @@
  * by id alone: the case is kept here as the check that a moved row changes nothing there either.)
  */
 import { expect, it } from 'vitest';
-import { sql } from '../../packages/chronos-timers/src/store/db.js';
+import { sql } from '../../packages/chronos-timers/src/store/driver/db.js';
 import { ATTEMPTS_OF_WAKE } from '../../packages/chronos-timers/src/store/wakes.js';
 import type { ClaimedAlarm } from '../../packages/chronos-timers/src/types.js';
 import { alarmsClaimDue } from '../../packages/chronos-timers/src/store/claims.js';

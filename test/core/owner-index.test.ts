@@ -5,7 +5,7 @@
  */
 import { expect, it } from 'vitest';
 import { OWNER_STATEMENTS } from '../../packages/chronos-timers/src/store/alarms.js';
-import { sql, type Db, type Statement } from '../../packages/chronos-timers/src/store/db.js';
+import { sql, type Db, type Statement } from '../../packages/chronos-timers/src/store/driver/db.js';
 import { dueOfOwner } from '../../packages/chronos-timers/src/store/fire-stats.js';
 import { describeEachBackend } from '../support/backends.js';
 import { OWNER } from '../support/harness.js';

@@ -13,8 +13,12 @@ import { loadConfig } from '../../packages/chronos-timers/src/config.js';
 import { createChronos } from '../../packages/chronos-timers/src/library.js';
 import { silentLogger } from '../../packages/chronos-timers/src/logger.js';
 import { ChronosService } from '../../packages/chronos-timers-server/src/service.js';
-import { LiteDb, PgDb, sql, type Db } from '../../packages/chronos-timers/src/store/db.js';
-import { migrate, migrationFiles, MIGRATIONS_DIR } from '../../packages/chronos-timers/src/store/migrate.js';
+import { LiteDb, PgDb, sql, type Db } from '../../packages/chronos-timers/src/store/driver/db.js';
+import {
+  migrate,
+  migrationFiles,
+  MIGRATIONS_DIR,
+} from '../../packages/chronos-timers/src/store/driver/migrate.js';
 import type { TimerFire } from '../../packages/chronos-timers/src/receivers/handler.js';
 import { describeEachBackend } from '../support/backends.js';
 import { OWNER, RecordingReceiver, until } from '../support/harness.js';

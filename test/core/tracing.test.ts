@@ -12,7 +12,7 @@ import { silentLogger } from '../../packages/chronos-timers/src/logger.js';
 import { createApp } from '../../packages/chronos-timers-server/src/server.js';
 import { WebhookReceiver } from '../../packages/chronos-timers-server/src/receivers/webhook.js';
 import { ChronosService } from '../../packages/chronos-timers-server/src/service.js';
-import { sql } from '../../packages/chronos-timers/src/store/db.js';
+import { sql } from '../../packages/chronos-timers/src/store/driver/db.js';
 import { describeEachBackend } from '../support/backends.js';
 import { backdate, OWNER } from '../support/harness.js';
 import { Sink } from '../support/sink.js';

@@ -6,7 +6,7 @@
  * connection (at least once, under the same webhook-id).
  */
 import { expect, it } from 'vitest';
-import { sql } from '../../packages/chronos-timers/src/store/db.js';
+import { sql } from '../../packages/chronos-timers/src/store/driver/db.js';
 import { describeEachBackend } from '../support/backends.js';
 import { backdate, makeService, OWNER } from '../support/harness.js';
 import { OK } from '../support/sink.js';

@@ -6,7 +6,7 @@ import { loadConfig } from '../../packages/chronos-timers/src/config.js';
 import { LogReceiver } from '../../packages/chronos-timers/src/receivers/log.js';
 import { WebhookReceiver } from '../../packages/chronos-timers-server/src/receivers/webhook.js';
 import { ChronosService } from '../../packages/chronos-timers-server/src/service.js';
-import { sql } from '../../packages/chronos-timers/src/store/db.js';
+import { sql } from '../../packages/chronos-timers/src/store/driver/db.js';
 import { describeEachBackend } from '../support/backends.js';
 import { alarmRow, backdate, OWNER, wakesOf } from '../support/harness.js';
 import { Sink } from '../support/sink.js';

@@ -12,7 +12,7 @@ import {
   WebhookReceiver,
   type WebhookReceiverOptions,
 } from '../../packages/chronos-timers-server/src/receivers/webhook.js';
-import { sql, type Db, type Executor, type Row } from '../../packages/chronos-timers/src/store/db.js';
+import { sql, type Db, type Executor, type Row } from '../../packages/chronos-timers/src/store/driver/db.js';
 import { ATTEMPTS_OF_WAKE } from '../../packages/chronos-timers/src/store/wakes.js';
 import { makeDispatcher } from '../support/harness.js';
 import { lateBound } from '../support/late.js';

@@ -15,8 +15,8 @@
  */
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { describeHost } from '../../packages/chronos-timers/src/store/connection-string.js';
-import { MultiHost, type MultiHostEvent } from '../../packages/chronos-timers/src/store/multi-host.js';
+import { describeHost } from '../../packages/chronos-timers/src/store/driver/connection-string.js';
+import { MultiHost, type MultiHostEvent } from '../../packages/chronos-timers/src/store/driver/multi-host.js';
 import { FailoverCluster } from '../scenarios/support/pg-cluster.js';
 import { sleep, waitUntil } from '../scenarios/support/scenario.js';
 import { describePostgresOnly } from '../support/backends.js';

@@ -6,13 +6,13 @@
 import { connect as connectTcp, createServer, type Server, type Socket } from 'node:net';
 import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { describeHost } from '../../packages/chronos-timers/src/store/connection-string.js';
-import { PgDb, sql } from '../../packages/chronos-timers/src/store/db.js';
+import { describeHost } from '../../packages/chronos-timers/src/store/driver/connection-string.js';
+import { PgDb, sql } from '../../packages/chronos-timers/src/store/driver/db.js';
 import {
   isFailoverError,
   MultiHost,
   type MultiHostEvent,
-} from '../../packages/chronos-timers/src/store/multi-host.js';
+} from '../../packages/chronos-timers/src/store/driver/multi-host.js';
 import { freePort } from '../cli/support.js';
 import { PrivateCluster } from '../scenarios/support/cluster.js';
 import { waitUntil } from '../scenarios/support/scenario.js';

@@ -8,8 +8,8 @@
  */
 import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { PgDb, sql } from '../../packages/chronos-timers/src/store/db.js';
-import { MultiHost } from '../../packages/chronos-timers/src/store/multi-host.js';
+import { PgDb, sql } from '../../packages/chronos-timers/src/store/driver/db.js';
+import { MultiHost } from '../../packages/chronos-timers/src/store/driver/multi-host.js';
 import { freePort } from '../cli/support.js';
 import { PgBouncer } from '../scenarios/support/pgbouncer.js';
 import { waitUntil } from '../scenarios/support/scenario.js';

@@ -4,7 +4,7 @@ import { loadConfig } from '../../packages/chronos-timers/src/config.js';
 import { createApp } from '../../packages/chronos-timers-server/src/server.js';
 import { silentLogger } from '../../packages/chronos-timers/src/logger.js';
 import { ChronosService } from '../../packages/chronos-timers-server/src/service.js';
-import { sql } from '../../packages/chronos-timers/src/store/db.js';
+import { sql } from '../../packages/chronos-timers/src/store/driver/db.js';
 import { describeEachBackend, postgresOnly } from '../support/backends.js';
 import { RecordingReceiver, until } from '../support/harness.js';
 import { call, openTestApp, OWNER, type TestApp } from './support.js';

@@ -10,7 +10,7 @@ import type { ChronosApp } from '../../packages/chronos-timers-server/src/http/a
 import { createApp } from '../../packages/chronos-timers-server/src/server.js';
 import { silentLogger, type Logger } from '../../packages/chronos-timers/src/logger.js';
 import { ChronosService } from '../../packages/chronos-timers-server/src/service.js';
-import { sql, type Db } from '../../packages/chronos-timers/src/store/db.js';
+import { sql, type Db } from '../../packages/chronos-timers/src/store/driver/db.js';
 import { OTHER, OWNER, RecordingReceiver } from '../support/harness.js';
 
 export { OTHER, OWNER };

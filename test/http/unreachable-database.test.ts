@@ -9,7 +9,7 @@ import { loadConfig } from '../../packages/chronos-timers/src/config.js';
 import { isChronosError } from '../../packages/chronos-timers/src/errors.js';
 import { createApp } from '../../packages/chronos-timers-server/src/server.js';
 import { ChronosService } from '../../packages/chronos-timers-server/src/service.js';
-import { PgDb } from '../../packages/chronos-timers/src/store/db.js';
+import { PgDb } from '../../packages/chronos-timers/src/store/driver/db.js';
 import { describeEachBackend, postgresOnly } from '../support/backends.js';
 import { OWNER } from '../support/harness.js';
 import { call, capturingLogger, isProblem } from './support.js';

@@ -11,8 +11,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../packages/chronos-timers/src/config.js';
 import { silentLogger } from '../../packages/chronos-timers/src/logger.js';
 import { startServer, type RunningServer } from '../../packages/chronos-timers-server/src/server.js';
-import { lockPath, openEmbedded } from '../../packages/chronos-timers/src/store/embedded.js';
-import { sql } from '../../packages/chronos-timers/src/store/db.js';
+import { lockPath, openEmbedded } from '../../packages/chronos-timers/src/store/driver/embedded.js';
+import { sql } from '../../packages/chronos-timers/src/store/driver/db.js';
 import { createTestDatabase, type TestDatabase } from '../support/databases.js';
 import { dueNow } from '../support/harness.js';
 import {

@@ -16,7 +16,7 @@ import { createApp } from '../../packages/chronos-timers-server/src/server.js';
 import { silentLogger } from '../../packages/chronos-timers/src/logger.js';
 import { TOOLS } from '../../packages/chronos-timers-server/src/mcp/tools/index.js';
 import { ChronosService } from '../../packages/chronos-timers-server/src/service.js';
-import type { Db } from '../../packages/chronos-timers/src/store/db.js';
+import type { Db } from '../../packages/chronos-timers/src/store/driver/db.js';
 import {
   BIN,
   childEnv as cliChildEnv,

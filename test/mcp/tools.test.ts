@@ -5,7 +5,7 @@
  */
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { sql } from '../../packages/chronos-timers/src/store/db.js';
+import { sql } from '../../packages/chronos-timers/src/store/driver/db.js';
 import { describeEachBackend } from '../support/backends.js';
 import {
   ALARM_VIEW_KEYS,

@@ -13,7 +13,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OWNER } from '../support/harness.js';
 import { KeyService } from '../../packages/chronos-timers/src/core/key-service.js';
-import { PgDb } from '../../packages/chronos-timers/src/store/db.js';
+import { PgDb } from '../../packages/chronos-timers/src/store/driver/db.js';
 import { PrivateCluster } from './support/cluster.js';
 import { allDelivered, allSettled, errorLines, fencedLines, serveEnv, startFleet } from './support/fleet.js';
 import { stopAll, type Instance } from './support/instance.js';

@@ -16,7 +16,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KeyService } from '../../packages/chronos-timers/src/core/key-service.js';
-import { PgDb } from '../../packages/chronos-timers/src/store/db.js';
+import { PgDb } from '../../packages/chronos-timers/src/store/driver/db.js';
 import { OWNER } from '../support/harness.js';
 import { describePostgresOnly } from '../support/backends.js';
 import { allDelivered, allSettled, errorLines, fencedLines, serveEnv, startFleet } from './support/fleet.js';

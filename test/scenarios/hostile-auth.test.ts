@@ -13,7 +13,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { randomBytes } from 'node:crypto';
 import { beforeAll, expect, it } from 'vitest';
 import { hashKey, KeyService } from '../../packages/chronos-timers/src/core/key-service.js';
-import { sql } from '../../packages/chronos-timers/src/store/db.js';
+import { sql } from '../../packages/chronos-timers/src/store/driver/db.js';
 import { runChronos } from '../cli/support.js';
 import { OTHER, OWNER } from '../support/harness.js';
 import { serveEnv, useScenario, WEBHOOK_SECRET } from './support/fleet.js';

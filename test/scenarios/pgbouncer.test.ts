@@ -17,7 +17,7 @@ import pg from 'pg';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { KeyService } from '../../packages/chronos-timers/src/core/key-service.js';
 import { createChronos } from '../../packages/chronos-timers/src/library.js';
-import { sql } from '../../packages/chronos-timers/src/store/db.js';
+import { sql } from '../../packages/chronos-timers/src/store/driver/db.js';
 import { OWNER } from '../support/harness.js';
 import { describePostgresOnly } from '../support/backends.js';
 import { allDelivered, allSettled, errorLines, serveEnv, startFleet, useScenario } from './support/fleet.js';

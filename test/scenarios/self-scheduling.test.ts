@@ -11,7 +11,7 @@
  */
 import { beforeAll, expect, it } from 'vitest';
 import { KeyService } from '../../packages/chronos-timers/src/core/key-service.js';
-import { sql } from '../../packages/chronos-timers/src/store/db.js';
+import { sql } from '../../packages/chronos-timers/src/store/driver/db.js';
 import { serveEnv, useScenario } from './support/fleet.js';
 import { Instance } from './support/instance.js';
 import { owners } from './support/rows.js';

@@ -8,7 +8,7 @@ import { writeFile } from 'node:fs/promises';
 import { Webhook } from 'standardwebhooks';
 import { loadConfig } from '../../packages/chronos-timers/src/config.js';
 import { ChronosService } from '../../packages/chronos-timers-server/src/service.js';
-import { sql } from '../../packages/chronos-timers/src/store/db.js';
+import { sql } from '../../packages/chronos-timers/src/store/driver/db.js';
 import { WebhookReceiver } from '../../packages/chronos-timers-server/src/receivers/webhook.js';
 import { scheduleChangedBodySchema } from '../../packages/chronos-timers/src/wire/webhooks.js';
 import { describeEachBackend } from '../support/backends.js';

@@ -13,8 +13,8 @@ import {
   applySchedulesFile,
   type FileReport,
 } from '../../packages/chronos-timers-server/src/schedules-file/apply.js';
-import { DbClock } from '../../packages/chronos-timers/src/store/db-clock.js';
-import { sql, type Db, type Executor } from '../../packages/chronos-timers/src/store/db.js';
+import { DbClock } from '../../packages/chronos-timers/src/store/driver/db-clock.js';
+import { sql, type Db, type Executor } from '../../packages/chronos-timers/src/store/driver/db.js';
 import { scheduleChangedBody } from '../../packages/chronos-timers/src/wire/schedules-file.js';
 import { TMP_DIR } from '../support/env.js';
 import { makeService, OTHER, OWNER } from '../support/harness.js';

@@ -12,7 +12,7 @@ import {
   SchedulesFileWatcher,
   type WatchOutcome,
 } from '../../packages/chronos-timers-server/src/schedules-file/watcher.js';
-import type { Db } from '../../packages/chronos-timers/src/store/db.js';
+import type { Db } from '../../packages/chronos-timers/src/store/driver/db.js';
 import { describeEachBackend, postgresOnly } from '../support/backends.js';
 import { makeService, until } from '../support/harness.js';
 import {

@@ -7,7 +7,7 @@
  * in CI that is a failure before any test runs.
  */
 import { afterAll, beforeAll, beforeEach, describe, it } from 'vitest';
-import type { BackendKind } from '../../packages/chronos-timers/src/store/db.js';
+import type { BackendKind } from '../../packages/chronos-timers/src/store/driver/db.js';
 import { createTestDatabase, postgresAvailable, type TestDatabase } from './databases.js';
 import { lateBound } from './late.js';
 

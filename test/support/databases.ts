@@ -9,7 +9,13 @@ import { PGlite } from '@electric-sql/pglite';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { inject } from 'vitest';
-import { LiteDb, PgDb, sql, type BackendKind, type Db } from '../../packages/chronos-timers/src/store/db.js';
+import {
+  LiteDb,
+  PgDb,
+  sql,
+  type BackendKind,
+  type Db,
+} from '../../packages/chronos-timers/src/store/driver/db.js';
 import { liteTemplateFile, pgTemplateName, TEST_DATABASE_URL, TMP_DIR, withDatabase } from './env.js';
 
 export interface TestDatabase {

@@ -7,8 +7,8 @@ import { mkdir, rm, writeFile } from 'node:fs/promises';
 import type { TestProject } from 'vitest/node';
 import pg from 'pg';
 import { PGlite } from '@electric-sql/pglite';
-import { LiteDb, PgDb } from '../../packages/chronos-timers/src/store/db.js';
-import { migrate } from '../../packages/chronos-timers/src/store/migrate.js';
+import { LiteDb, PgDb } from '../../packages/chronos-timers/src/store/driver/db.js';
+import { migrate } from '../../packages/chronos-timers/src/store/driver/migrate.js';
 import { liteTemplateFile, pgTemplateName, TEST_DATABASE_URL, TMP_DIR, withDatabase } from './env.js';
 
 declare module 'vitest' {

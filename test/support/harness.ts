@@ -15,14 +15,14 @@ import {
 import type { Alarm, ClaimedAlarm } from '../../packages/chronos-timers/src/types.js';
 import { parseOwner } from '../../packages/chronos-timers/src/core/owner.js';
 import type { Delivery, Fire, Receiver } from '../../packages/chronos-timers/src/receivers/receiver.js';
-import { DbClock } from '../../packages/chronos-timers/src/store/db-clock.js';
+import { DbClock } from '../../packages/chronos-timers/src/store/driver/db-clock.js';
 import {
   sql,
   type Db,
   type Executor,
   type Row,
   type Statement,
-} from '../../packages/chronos-timers/src/store/db.js';
+} from '../../packages/chronos-timers/src/store/driver/db.js';
 
 export const OWNER = parseOwner('did:matrix:11111111-1111-4111-8111-111111111111:test');
 export const OTHER = parseOwner('did:matrix:22222222-2222-4222-8222-222222222222:other');

@@ -9,7 +9,7 @@ import {
   type Chronos,
   type ChronosOptions,
 } from '../../packages/chronos-timers/src/library.js';
-import { LiteDb, PgDb, sql } from '../../packages/chronos-timers/src/store/db.js';
+import { LiteDb, PgDb, sql } from '../../packages/chronos-timers/src/store/driver/db.js';
 import type { TestDatabase } from './databases.js';
 
 export async function libraryOn(t: TestDatabase, options: Partial<ChronosOptions> = {}): Promise<Chronos> {

@@ -1,5 +1,5 @@
 import { afterEach, expect, it } from 'vitest';
-import type { Db, Statement } from '../../packages/chronos-timers/src/store/db.js';
+import type { Db, Statement } from '../../packages/chronos-timers/src/store/driver/db.js';
 import {
   wakesClaimEscalations,
   wakesClaimNudges,

@@ -1,7 +1,7 @@
 import { expect, it } from 'vitest';
 import { TestClock } from '../../packages/chronos-timers/src/clock.js';
 import { Metrics } from '../../packages/chronos-timers-server/src/metrics.js';
-import type { Db, Statement } from '../../packages/chronos-timers/src/store/db.js';
+import type { Db, Statement } from '../../packages/chronos-timers/src/store/driver/db.js';
 import { describeEachBackend } from '../support/backends.js';
 import { OWNER, until } from '../support/harness.js';
 import {

@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, expect } from 'vitest';
-import { sql } from '../../packages/chronos-timers/src/store/db.js';
+import { sql } from '../../packages/chronos-timers/src/store/driver/db.js';
 import type { Tracker, TrackerPass } from '../../packages/chronos-timers-server/src/tracker/tracker.js';
 import { describeEachBackend, postgresOnly } from '../support/backends.js';
 import { OWNER } from '../support/harness.js';

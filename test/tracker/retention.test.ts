@@ -1,5 +1,5 @@
 import { expect, it } from 'vitest';
-import { sql } from '../../packages/chronos-timers/src/store/db.js';
+import { sql } from '../../packages/chronos-timers/src/store/driver/db.js';
 import { ATTEMPTS_OF_WAKE } from '../../packages/chronos-timers/src/store/wakes.js';
 import { describeEachBackend } from '../support/backends.js';
 import { makeService, OWNER } from '../support/harness.js';

@@ -10,7 +10,7 @@ import { Webhook } from 'standardwebhooks';
 import type { Clock } from '../../packages/chronos-timers/src/clock.js';
 import type { Logger } from '../../packages/chronos-timers/src/logger.js';
 import type { Metrics } from '../../packages/chronos-timers-server/src/metrics.js';
-import { sql, type Db, type Executor, type Row } from '../../packages/chronos-timers/src/store/db.js';
+import { sql, type Db, type Executor, type Row } from '../../packages/chronos-timers/src/store/driver/db.js';
 import { Tracker, type TrackerOptions } from '../../packages/chronos-timers-server/src/tracker/tracker.js';
 import type { Alarm } from '../../packages/chronos-timers/src/types.js';
 import { WakeService } from '../../packages/chronos-timers/src/core/wake-service.js';

@@ -6,19 +6,17 @@
 import { resolve } from 'node:path';
 import { ChronosError, describeValue, type FieldError } from './errors.js';
 import { parseDuration } from './schedule/duration.js';
-import { parseConnectionString } from './store/connection-string.js';
-import { DEFAULT_SCHEMA, POOLER_MODES, schemaName, type PoolerMode } from './store/db.js';
+import { parseConnectionString } from './store/driver/connection-string.js';
+import {
+  DEFAULT_SCHEMA,
+  EMBEDDED_SHARED_BUFFERS_MB,
+  POOLER_MODES,
+  schemaName,
+  type PoolerMode,
+} from './store/driver/db.js';
 
 /** The schema a store's tables live in when none is named (the library's default too). */
 export { DEFAULT_SCHEMA };
-
-/**
- * PostgreSQL's own page cache in the embedded store, in MB. PostgreSQL's default is zeroed at
- * every start and stays resident; with a smaller one a start takes less memory and CPU. The
- * operating system's file cache still holds the files, and a page missed costs a file read rather
- * than a disk seek (bench/README.md, "Embedded store start").
- */
-export const EMBEDDED_SHARED_BUFFERS_MB = 16;
 
 /** Where the embedded store keeps its files when no folder is named (`CHRONOS_DATA_DIR`, `dataDir`). */
 export const DEFAULT_DATA_DIR = './.chronos';

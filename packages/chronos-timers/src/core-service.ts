@@ -23,7 +23,7 @@ import { createLogger, type Logger } from './logger.js';
 import type { LoopMetrics } from './loop-metrics.js';
 import { LogReceiver } from './receivers/log.js';
 import type { Receiver } from './receivers/receiver.js';
-import { DbClock } from './store/db-clock.js';
+import { DbClock } from './store/driver/db-clock.js';
 import {
   executorOf,
   LiteDb,
@@ -33,12 +33,12 @@ import {
   type Db,
   type Executor,
   type PGliteLike,
-} from './store/db.js';
-import type { LockInfo } from './store/embedded.js';
-import { migrate, pendingMigrations } from './store/migrate.js';
+} from './store/driver/db.js';
+import type { LockInfo } from './store/driver/embedded.js';
+import { migrate, pendingMigrations } from './store/driver/migrate.js';
 import { alarmsRepairedByLimits, STORED_LIMITS_MIGRATION } from './store/stored-repairs.js';
-import { hostEventLog } from './store/multi-host.js';
-import { readOnlyReason, serverSettingsWarning } from './store/server-settings.js';
+import { hostEventLog } from './store/driver/multi-host.js';
+import { readOnlyReason, serverSettingsWarning } from './store/driver/server-settings.js';
 import { PruneStage } from './tracker/prune.js';
 import { ROUTER_QUEUE } from './types.js';
 
@@ -60,7 +60,7 @@ const API_CONNECTIONS = 20;
  */
 export const LOOP_CONNECTIONS = 4;
 
-export type { DatabaseStatus } from './store/db.js';
+export type { DatabaseStatus } from './store/driver/db.js';
 
 /** A caller's open transaction, as the services take it (`tx` of the library's calls). */
 export type Transaction = Executor;
@@ -452,9 +452,9 @@ function logPooling(db: PgDb, config: Config, logger: Logger): void {
  * The embedded store's code, which needs PGlite: an optional peer dependency of the library, so
  * an application that never uses `dataDir` does not install it. Missing, it is named.
  */
-async function importEmbedded(): Promise<typeof import('./store/embedded.js')> {
+async function importEmbedded(): Promise<typeof import('./store/driver/embedded.js')> {
   try {
-    return await import('./store/embedded.js');
+    return await import('./store/driver/embedded.js');
   } catch (error) {
     const code = (error as { code?: string }).code;
     if (

@@ -38,10 +38,10 @@ export { createLogger, silentLogger, type Logger } from './logger.js';
 export { LogReceiver } from './receivers/log.js';
 export { type Delivery, type Fire, type Receiver } from './receivers/receiver.js';
 export { alarmsCountByStatus } from './store/alarms.js';
-export { type Db } from './store/db.js';
+export { type Db } from './store/driver/db.js';
 export { deliveryRetryQueueDepth } from './store/delivery-stats.js';
-export { startEmbeddedAhead } from './store/embedded-ahead.js';
-export { isHeldByOther, readLock, type LockInfo } from './store/embedded.js';
+export { startEmbeddedAhead } from './store/driver/embedded-ahead.js';
+export { isHeldByOther, readLock, type LockInfo } from './store/driver/embedded.js';
 export {
   scheduleChangesClaim,
   scheduleChangesOwed,

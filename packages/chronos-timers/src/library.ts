@@ -24,7 +24,7 @@ import { silentLogger, type Logger } from './logger.js';
 import { HandlerReceiver, type TimerFire, type TimerHandler } from './receivers/handler.js';
 import { LogReceiver } from './receivers/log.js';
 import { ChronosCore, type Transaction } from './core-service.js';
-import type { PGliteLike } from './store/db.js';
+import type { PGliteLike } from './store/driver/db.js';
 import { DEFAULT_QUEUE, ROUTER_QUEUE, type Alarm } from './types.js';
 import { formErrors, type Form } from './wire/fields.js';
 import { SPEC_ALIASES, toSpec } from './wire/alarm-input.js';

@@ -4,7 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll } from 'vitest';
-import type { Db } from '../../../packages/chronos-timers/src/store/db.js';
+import type { Db } from '../../../packages/chronos-timers/src/store/driver/db.js';
 import { createTestDatabase, type TestDatabase } from '../../support/databases.js';
 import type { Responder } from '../../support/sink.js';
 import { Instance, stopAll } from './instance.js';

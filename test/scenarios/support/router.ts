@@ -8,7 +8,7 @@
  * this host, so both are the same clock.
  */
 import { Sink, type Responder, type SinkRequest } from '../../support/sink.js';
-import type { Db } from '../../../packages/chronos-timers/src/store/db.js';
+import type { Db } from '../../../packages/chronos-timers/src/store/driver/db.js';
 import { alarmStates, wakesFiredEarly } from './rows.js';
 import { spread, type Tally } from './scenario.js';
 

@@ -3,7 +3,7 @@
  * them) and read-only checks of what the processes left in the tables.
  */
 import { randomUUID } from 'node:crypto';
-import { sql, type Db } from '../../../packages/chronos-timers/src/store/db.js';
+import { sql, type Db } from '../../../packages/chronos-timers/src/store/driver/db.js';
 import { ATTEMPTS_OF_WAKE } from '../../../packages/chronos-timers/src/store/wakes.js';
 
 /** `count` owners `did:matrix:<uuid>:<name>-<i>`. */

@@ -34,19 +34,17 @@ import {
   alarmsGet,
   alarmsGetByKey,
   alarmsGetByKeys,
-  alarmsInsert,
-  alarmsInsertParts,
   alarmsList,
   alarmsReschedule,
   type AlarmChanges,
   type AlarmRef,
   type BulkFilter,
-  type InsertQuotas,
   type NewAlarm,
   type ScheduleColumns,
 } from '../store/alarms.js';
-import type { DbClock } from '../store/db-clock.js';
-import type { Executor } from '../store/db.js';
+import { alarmsInsert, alarmsInsertParts, type InsertQuotas } from '../store/alarm-inserts.js';
+import type { DbClock } from '../store/driver/db-clock.js';
+import type { Executor } from '../store/driver/db.js';
 import {
   DEFAULT_MAX_FAILURES,
   DEFAULT_QUEUE,

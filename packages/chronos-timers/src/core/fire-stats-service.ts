@@ -12,8 +12,8 @@
  */
 import { invalidInput } from '../errors.js';
 import { fireTimes } from '../schedule/resolve.js';
-import type { DbClock } from '../store/db-clock.js';
-import type { Executor } from '../store/db.js';
+import type { DbClock } from '../store/driver/db-clock.js';
+import type { Executor } from '../store/driver/db.js';
 import { alarmsDueBefore, wakesLatenessByMinute } from '../store/fire-stats.js';
 import type { Owner } from './owner.js';
 

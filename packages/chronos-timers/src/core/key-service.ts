@@ -15,7 +15,7 @@ import { systemClock, type Clock } from '../clock.js';
 import { ChronosError, invalidInput, notFound } from '../errors.js';
 import { parseOwner, type Owner } from './owner.js';
 import { codePoints, isStorable } from './text.js';
-import type { Db, Executor } from '../store/db.js';
+import type { Db, Executor } from '../store/driver/db.js';
 import {
   keysCount,
   keysFindLive,

@@ -31,8 +31,8 @@ import {
   alarmsGetByKeys,
   alarmsListLive,
 } from '../store/alarms.js';
-import type { DbClock } from '../store/db-clock.js';
-import { sqlState, type Db, type Executor } from '../store/db.js';
+import type { DbClock } from '../store/driver/db-clock.js';
+import { sqlState, type Db, type Executor } from '../store/driver/db.js';
 import { scheduleChangesInsert } from '../store/schedule-changes.js';
 import {
   scheduleFileEntriesGet,

@@ -3,7 +3,7 @@
  * belong to one store, and a key made against the embedded store is unknown to a PostgreSQL
  * server (and the other way round). No secret: the URL's password is never read.
  */
-import { describeHost, parseConnectionString } from '../store/connection-string.js';
+import { describeHost, parseConnectionString } from '../store/driver/connection-string.js';
 
 export interface StoreConfig {
   databaseUrl: string | undefined;

@@ -9,7 +9,7 @@
  */
 import { ChronosError, Described, invalidInput, notFound } from '../errors.js';
 import { silentLogger, type Logger } from '../logger.js';
-import type { Executor } from '../store/db.js';
+import type { Executor } from '../store/driver/db.js';
 import { wakesAck, wakesAckByReply, wakesAttempts, wakesGet, wakesList } from '../store/wakes.js';
 import type { Wake, WakeAttempt, WakeStatus } from '../types.js';
 import { idInMessage, isUuid, type Owner } from './owner.js';

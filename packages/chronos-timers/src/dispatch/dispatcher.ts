@@ -32,7 +32,7 @@ import {
   type Outcome,
   type RecordMode,
 } from '../store/claims.js';
-import type { Db } from '../store/db.js';
+import type { Db } from '../store/driver/db.js';
 import type { Alarm, ClaimedAlarm } from '../types.js';
 import type { Delivery, Fire, Receiver } from '../receivers/receiver.js';
 import {

@@ -5,7 +5,7 @@
  * Revocation announces itself on the `chronos_keys` channel, so every instance that caches
  * authenticated keys drops them at once.
  */
-import { channel, sql, sqlState, type Executor } from './db.js';
+import { channel, sql, sqlState, type Executor } from './driver/db.js';
 
 /** The channel that announces revocations. */
 export const keysChannel = (schema: string): string => channel(schema, 'keys');

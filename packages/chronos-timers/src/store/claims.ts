@@ -10,12 +10,13 @@
  *
  * Rows are found by where they lie (`ctid`) wherever a statement knows it: a claim updates the rows
  * its subquery locked, and a library worker's outcome goes first to where its claim left the row.
- * A lookup by id in the primary key costs microseconds a row: without it a library worker's claim
- * and its outcome took a quarter less of PostgreSQL's CPU (bench/README.md, "Drain").
+ * A lookup by id in the primary key costs time on every row: without it a library worker's claim
+ * and its outcome take less of PostgreSQL's CPU (bench/README.md, "Drain"; the figure in
+ * "Figures from the store's comments").
  */
 import { randomUUID } from 'node:crypto';
 import { alarmColumns, toAlarm, type AlarmRow } from './alarms.js';
-import { arrayLiteral, sql, textElement, type Executor } from './db.js';
+import { arrayLiteral, sql, textElement, type Executor } from './driver/db.js';
 import { RawJson } from '../json.js';
 import { DEFAULT_MAX_FAILURES, type Alarm, type AlarmStatus, type ClaimedAlarm } from '../types.js';
 import { capLastError } from './last-error.js';
@@ -134,8 +135,8 @@ const USUAL = {
  * What a claim without history reads of each alarm (`ClaimedAlarm`), with where it lies and the
  * database's clock. A column that holds what most alarms hold (an empty text, `USUAL`, a first
  * occurrence's time, no failures) comes back NULL, which the worker reads for nothing: each value
- * it reads is a string cut from the buffer and parsed, and these were about a fifth of a claim's
- * reading (bench/README.md, "Drain").
+ * it reads is a string cut from the buffer and parsed, and these were a good part of a claim's
+ * reading (bench/README.md, "Drain"; the figure in "Figures from the store's comments").
  */
 const CLAIMED = `a.id::text AS id, nullif(a.idempotency_key, '') AS idempotency_key, a.payload::text AS payload, a.kind,
      nullif(a.cron_expr, '') AS cron_expr, nullif(a.timezone, '${USUAL.timezone}') AS timezone,
@@ -154,8 +155,9 @@ const CLAIMED = `a.id::text AS id, nullif(a.idempotency_key, '') AS idempotency_
  *
  * It returns only what a library worker reads (`ClaimedAlarm`), times as milliseconds since the
  * epoch (truncated, as the timestamp parser truncates), and in no particular order: the batch's
- * deliveries start together. Per claimed alarm that is about a quarter less of PostgreSQL's CPU
- * and half the worker's parsing than the whole row in due order (bench/README.md, "Drain"). The
+ * deliveries start together. Per claimed alarm that is less of PostgreSQL's CPU and of the
+ * worker's parsing than the whole row in due order (bench/README.md, "Drain"; the figures in
+ * "Figures from the store's comments"). The
  * lease token ($4) is drawn by the worker, which knows it without reading it back from every row.
  *
  * Its commit does not wait for the disk (`synchronous_commit` off for this transaction alone):
@@ -180,8 +182,9 @@ const claimUntracked = sql(
  * locked (`FOR UPDATE SKIP LOCKED`), not written, and the caller's transaction stays open while
  * their handlers run; the outcomes are recorded in it, and the commit releases the locks. A worker
  * that dies rolls back: its rows were never changed and are due again at once. Nothing is written
- * per fire but the outcome: about a third less of PostgreSQL's CPU a fire than a leased claim
- * (docs/comparison.md, "The run of 2026-12-03 06:46").
+ * per fire but the outcome: less of PostgreSQL's CPU a fire than a leased claim
+ * (docs/comparison.md, "The run of 2026-12-03 06:46"; bench/README.md, "Figures from the
+ * store's comments").
  *
  * Lease workers of the same queue skip these locked rows, and these skip rows under a live lease
  * (`claimed_at`), taking those whose lease lapsed. The wake id and attempt are worked out as the
@@ -389,8 +392,9 @@ export interface Outcome {
 // What a recording answers, from the ids of the alarms it wrote (`written`): NULL when it wrote
 // the alarm of every outcome (its ids, $1, all distinct then: the same alarm twice in one batch,
 // under two leases, is written once at most), else those ids, comma-separated ('' for none). One
-// row, and in the usual case nothing in it to read: a row per alarm was about a tenth of a library
-// worker's CPU a fire (bench/README.md, "Drain").
+// row, and in the usual case nothing in it to read: a row per alarm was a visible share of a
+// library worker's CPU a fire (bench/README.md, "Drain"; the figure in "Figures from the store's
+// comments").
 const WRITTEN_FROM = (written: string) =>
   `SELECT CASE WHEN count(*) = cardinality($1::uuid[]) THEN NULL
      ELSE coalesce(string_agg(id::text, ','), '') END AS written
@@ -506,8 +510,8 @@ const untrackedRecord = (name: string, held: boolean, atRow: boolean) =>
  * A one-shot alarm's delivered outcome, when finished alarms are kept for no time at all
  * (`deleteFired`, a library worker without history): the alarm is deleted, under its lease token
  * (by id alone when its row is held by the recording's transaction). A delete writes no index
- * entry, where marking the row `fired` writes four (bench/README.md, "Drain"): about a quarter of
- * the PostgreSQL CPU of an outcome.
+ * entry, where marking the row `fired` writes four (bench/README.md, "Drain"; the figure in
+ * "Figures from the store's comments"): a large share of the PostgreSQL CPU of an outcome.
  */
 const deleteFiredOf = (held: boolean, atRow: boolean) =>
   sql(

@@ -1,7 +1,7 @@
 /**
  * Delivery figures read at scrape time for `/metrics`. Read-only; nothing here takes a lock.
  */
-import { sql, type Executor } from './db.js';
+import { sql, type Executor } from './driver/db.js';
 
 // Active alarms whose last delivery attempt failed and that wait for a retry (or are being
 // retried now). Walks the active rows only (alarms_claim_idx is partial on status = 'active').

@@ -7,7 +7,7 @@
  * now") are left out, as they had no due instant to be late for. Every statement exists twice:
  * for one owner ($1) and for every owner (the operator token with no `X-Chronos-Owner`).
  */
-import { sql, type Executor } from './db.js';
+import { sql, type Executor } from './driver/db.js';
 import type { AlarmKind } from '../types.js';
 
 // A wake's created_at is its fired_at (both now() of the insert that opens it), so the window on

@@ -8,7 +8,7 @@
  * it was claimed with, so any number of trackers may run and a tracker that dies mid-send leaves
  * a lease that lapses: sent again later, never lost (receivers deduplicate on `webhook-id`).
  */
-import { sql, type Executor } from './db.js';
+import { sql, type Executor } from './driver/db.js';
 import { capLastError } from './last-error.js';
 
 const MS = `interval '1 millisecond'`;

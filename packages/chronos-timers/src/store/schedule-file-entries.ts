@@ -8,7 +8,7 @@
  * once, by whichever instance comes first; the others find every entry unchanged.
  */
 import { pairKey } from '../types.js';
-import { sql, type Executor } from './db.js';
+import { sql, type Executor } from './driver/db.js';
 
 // One lock per schema: the statement text names `chronos.`, which an executor bound to another
 // schema rewrites, so each schema's Chronos reconciles on its own key.

@@ -3,7 +3,7 @@
  * stored, whose payload it replaced by `{}` (failing the live ones), each with a `last_error`
  * saying what was there. Read once, right after that migration ran, to report them.
  */
-import { sql, type Executor } from './db.js';
+import { sql, type Executor } from './driver/db.js';
 
 const repaired = sql(
   'alarms_repaired_by_limits',

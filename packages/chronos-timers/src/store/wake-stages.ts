@@ -14,7 +14,7 @@
  * (`alarms.wake_id` moved on: the occurrence will never be delivered).
  */
 import { alarmColumns, toAlarm, type AlarmRow } from './alarms.js';
-import { pruneBatch, sql, type Executor, type PruneBatch } from './db.js';
+import { pruneBatch, sql, type Executor, type PruneBatch } from './driver/db.js';
 import type { Alarm, Trigger } from '../types.js';
 import { capLastError } from './last-error.js';
 

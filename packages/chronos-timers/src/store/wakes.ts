@@ -7,7 +7,7 @@
  * request) each ack happens — and is announced — exactly once. Time is the database's `now()`.
  */
 import type { TimeCursor, Trigger, Wake, WakeAttempt, WakeStatus } from '../types.js';
-import { sql, type Executor } from './db.js';
+import { sql, type Executor } from './driver/db.js';
 
 // A wake's own columns (alias w) and its alarm's label and message (alias a): what the wake view
 // shows is the alarm as it is now, as the nudge repeats it.

@@ -7,7 +7,7 @@
 import type { Logger } from '../logger.js';
 import type { LoopMetrics } from '../loop-metrics.js';
 import { alarmsPruneFinished } from '../store/alarms.js';
-import type { Db } from '../store/db.js';
+import type { Db } from '../store/driver/db.js';
 import { wakesPrune } from '../store/wake-stages.js';
 
 export interface PruneOptions {

@@ -165,7 +165,7 @@ export function toSpec(values: Partial<Record<SpecField, unknown>>, rawPayload?:
   const spec = values as AlarmSpec;
   if (payload !== undefined) {
     // A value (not the caller's own text) is sent as JSON.stringify writes it; its stored form is
-    // then known here too, and the insert need not send it back (see store/alarms.ts).
+    // then known here too, and the insert need not send it back (see store/alarm-inserts.ts).
     spec.payload =
       rawPayload === undefined
         ? new RawJson(JSON.stringify(payload), jsonbText(payload))

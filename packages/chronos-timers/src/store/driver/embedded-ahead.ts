@@ -25,7 +25,7 @@ declare const WebAssembly: { compile(bytes: Uint8Array): Promise<WasmModule> };
 
 /** Where the build puts the template: `dist/embedded/` beside the compiled code, found from the sources too. */
 export const TEMPLATE_FILE = fileURLToPath(
-  new URL('../../dist/embedded/pgdata-template.tar.gz', import.meta.url),
+  new URL('../../../dist/embedded/pgdata-template.tar.gz', import.meta.url),
 );
 
 let compiled: Promise<WasmModule | undefined> | undefined;
@@ -46,8 +46,8 @@ export function startEmbeddedAhead(dataDir: string): void {
 
 /**
  * Unzips a gzipped file on libuv's thread pool into one buffer of the size gzip records (its
- * last four bytes): in zlib's 16 kB pieces the ~40 MB of the template took a second longer and
- * stayed in the process's heap afterwards (~30 MB resident for good).
+ * last four bytes): in zlib's 16 kB pieces the template took longer and stayed in the process's
+ * heap afterwards, resident for good (bench/README.md, "Figures from the store's comments").
  */
 export async function unzip(file: string): Promise<Buffer> {
   const packed = await readFile(file);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isChronosError } from '../errors.js';
+import { isChronosError } from '../../errors.js';
 import { storeError } from './db.js';
 import { hostEventLog, isFailoverError, NoHostError } from './multi-host.js';
 

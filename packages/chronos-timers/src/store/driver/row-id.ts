@@ -18,7 +18,7 @@ let counter = 0;
  * intermediate strings, and the literal a join of them all (bench/README.md, "Bulk scheduling").
  * Each id is a string of its own, not a slice of the literal, which would keep the whole literal
  * in memory for as long as the caller keeps one of its ids. With `bytes`, also the ids' 16 bytes
- * each, one after the other, as a binary `COPY` sends a uuid (alarms.ts, `copyParts`).
+ * each, one after the other, as a binary `COPY` sends a uuid (store/alarm-copy.ts, `copyParts`).
  */
 export function newRowIds(
   n: number,
@@ -34,7 +34,7 @@ export function newRowIds(
     writeHex(t, 1 + k * 37, raw, k * 16);
   }
   t[size - 1] = CLOSE;
-  // Not made when the caller has no use for it (a batch that is copied, alarms.ts).
+  // Not made when the caller has no use for it (a batch that is copied, store/alarm-copy.ts).
   const literal = withLiteral ? t.toString('latin1', 0, size) : '';
   const ids = new Array<string>(n);
   const sliced = t as unknown as Latin1Slicer;
@@ -90,8 +90,9 @@ function writeHex(t: Buffer, at: number, raw: Buffer, from: number): void {
 /**
  * `Buffer#latin1Slice`, what `toString('latin1', start, end)` calls once it has read its
  * arguments: Node's own (every Buffer has it, Node 18 to 24), not in its typings. Called directly,
- * a fresh process's batch of 5,000 makes its ids in a fraction of the time (toString's argument
- * handling, run by the interpreter, was about 2 µs an id). row-id.test.ts holds that it is there.
+ * a fresh process's batch makes its ids much faster: toString's argument handling, run by the
+ * interpreter, was most of the time an id took (bench/README.md, "Figures from the store's
+ * comments"). row-id.test.ts holds that it is there.
  */
 interface Latin1Slicer {
   latin1Slice(start: number, end: number): string;

@@ -5,7 +5,7 @@
  * decided in SQL (I5). Re-read every `refreshMs`, so a process whose clock runs fast or slow
  * still computes times by the database's.
  */
-import { systemClock, type Clock } from '../clock.js';
+import { systemClock, type Clock } from '../../clock.js';
 import { sql, type Executor } from './db.js';
 
 // clock_timestamp(), not now(): inside a caller's long transaction now() is the transaction's start.

@@ -18,9 +18,8 @@ import { mkdir, open, readFile, rm } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
-import { EMBEDDED_SHARED_BUFFERS_MB } from '../config.js';
-import { ChronosError } from '../errors.js';
-import { LiteDb } from './db.js';
+import { ChronosError } from '../../errors.js';
+import { EMBEDDED_SHARED_BUFFERS_MB, LiteDb } from './db.js';
 import { copyTemplate, usableTemplate } from './embedded-template.js';
 import { takeAhead } from './embedded-ahead.js';
 

@@ -2,7 +2,7 @@
  * The embedded store's template: a PGlite data directory with every migration applied, made at
  * build time (`npm run build` writes `dist/embedded/pgdata-template.tar.gz`) and copied into a
  * new store instead of running `initdb` in WebAssembly. That `initdb` is what made a first start
- * slow and heavy: seconds of CPU and a second and third WebAssembly instance alive at once.
+ * slow and heavy: much CPU and a second and third WebAssembly instance alive at once.
  *
  * Guarantees: a store is made from the template whole or not at all — the files are written
  * into a sibling directory that is renamed into place last, so a crash while copying leaves no
@@ -129,10 +129,11 @@ export async function copyTemplate(template: string, pgdata: string, unzipped?: 
 }
 
 /**
- * Lets the ~40 MB of an unzipped template go at the next minor collection. One unzipped ahead
+ * Lets the memory of an unzipped template go at the next minor collection. One unzipped ahead
  * (`embedded-ahead.ts`) has lived through the collections of a server loading its modules, and
  * a buffer that old goes only at a major collection, which an idle server may not run for a
- * long time: measured, it stayed resident (~40 MB of a steady 222 MB). Transferring its memory
+ * long time: measured, it stayed resident (bench/README.md, "Figures from the store's
+ * comments"). Transferring its memory
  * to a new, unreferenced ArrayBuffer leaves the old one empty and the memory with a young one.
  */
 function release(buffer: Buffer): void {

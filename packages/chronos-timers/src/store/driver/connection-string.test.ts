@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { ChronosError } from '../errors.js';
+import { ChronosError } from '../../errors.js';
 import { describeHost, parseConnectionString, type HostPort } from './connection-string.js';
 
 /** What node-postgres itself reads from a URL (a Client is built, never connected). */

@@ -22,7 +22,7 @@
  * default; `PGPORT` and `PGHOST` are not read here). Errors name the part that is wrong and never
  * contain the password.
  */
-import { ChronosError, describeValue } from '../errors.js';
+import { ChronosError, describeValue } from '../../errors.js';
 
 export interface HostPort {
   /** A host name, an IP address (IPv6 without brackets), or a Unix-socket directory. */

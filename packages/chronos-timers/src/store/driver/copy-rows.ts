@@ -1,7 +1,7 @@
 /**
  * Rows in PostgreSQL's binary `COPY` format (the protocol docs, "COPY": "Binary Format"), written
  * straight into one growing buffer: no text to escape on this side, no date or UUID to parse on
- * the server's. A batch of new timers goes to the database this way (alarms.ts, `copyParts`).
+ * the server's. A batch of new timers goes to the database this way (store/alarm-copy.ts, `copyParts`).
  *
  * The format: a header; then per row a field count (int16) and per field its length (int32, -1
  * for NULL) and its bytes in the type's binary form; then -1 (int16). Types written here: uuid
@@ -125,7 +125,8 @@ export class CopyRows {
     const b = this.#buffer;
     const start = this.#at + head;
     // A short ASCII text is copied here, a code unit a byte: a call to the encoder for each of a
-    // batch's keys was a tenth of what a cold batch spent (bench/README.md, "Bulk scheduling").
+    // batch's keys was a visible share of what a cold batch spent (bench/README.md, "Bulk
+    // scheduling"; the figure in "Figures from the store's comments").
     let length = 0;
     if (n <= 64) {
       while (length < n) {

@@ -21,7 +21,7 @@ import { join } from 'node:path';
 import { sql, type Db, type Executor } from './db.js';
 
 /** Found from this module's own location, whatever the working directory. */
-export const MIGRATIONS_DIR = fileURLToPath(new URL('../../migrations/', import.meta.url));
+export const MIGRATIONS_DIR = fileURLToPath(new URL('../../../migrations/', import.meta.url));
 
 // hashtext('chronos_schema_migrations'), fixed so every version of Chronos takes the same lock.
 const MIGRATION_LOCK = 0x6368726f;

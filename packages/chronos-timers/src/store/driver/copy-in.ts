@@ -1,6 +1,6 @@
 /**
  * `COPY … FROM STDIN` on a node-postgres client, its rows sent as the caller makes them: the door
- * a large batch of new timers goes through (store/alarms.ts, `copyParts`; the rows in the binary
+ * a large batch of new timers goes through (store/alarm-copy.ts, `copyParts`; the rows in the binary
  * format of copy-rows.ts). node-postgres runs it as a "submittable", the interface its cursor and
  * pg-copy-streams use.
  */

@@ -2,7 +2,8 @@
  * Reading `timestamptz` from node-postgres, fast.
  *
  * A claimed alarm carries eight timestamps, and pg's own parser (a regular expression and
- * several `parseInt`s per value) was a tenth of a worker's CPU in the drain benchmark. This one
+ * several `parseInt`s per value) was a visible share of a worker's CPU in the drain benchmark
+ * (bench/README.md, "Figures from the store's comments"). This one
  * reads the form PostgreSQL writes under `DateStyle = ISO` (`2026-11-30 15:02:13.720123+00`,
  * offset `±HH`, `±HH:MM` or `±HH:MM:SS`) by character codes, and hands anything else (BC dates,
  * infinity, years before 1000 or after 9999, another DateStyle) to pg's parser, so its answer is

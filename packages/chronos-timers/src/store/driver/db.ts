@@ -27,7 +27,7 @@
  */
 import pg from 'pg';
 import type { PGlite, Transaction as LiteTransaction } from '@electric-sql/pglite';
-import { ChronosError } from '../errors.js';
+import { ChronosError } from '../../errors.js';
 import { describeHost, parseConnectionString, type ParsedConnectionString } from './connection-string.js';
 import { isFailoverError, MultiHost, type MultiHostEvent, type MultiHostStatus } from './multi-host.js';
 import { CopyInQuery, type CopyIn } from './copy-in.js';
@@ -48,9 +48,9 @@ export function sql(name: string, text: string): Statement {
 /**
  * `{a,b,NULL}`: each element written by `element`, null as NULL. For a `$n::type[]` parameter
  * of many elements, instead of node-postgres's own literal, which it grows a string per element
- * and separator: for 50,000 alarms inserted this halved the client's work
- * (bench/schedule-many.ts); for a worker recording its outcomes, the driver's literals were a
- * third of what it allocated while draining (bench/README.md, "Worker RSS").
+ * and separator: a large batch of alarms costs the client less work this way
+ * (bench/schedule-many.ts), and a worker recording its outcomes allocates less while draining
+ * (bench/README.md, "Worker RSS"; the figures in "Figures from the store's comments").
  */
 export function arrayLiteral<T>(values: readonly T[], element: (v: NonNullable<T>) => string): string {
   // The common cases joined at once, with no string made per element: bare values without a
@@ -628,6 +628,16 @@ class PgListener {
     await client?.end().catch(() => {});
   }
 }
+
+/**
+ * PostgreSQL's own page cache in the embedded store, in MB, unless its opener is given another
+ * (`CHRONOS_EMBEDDED_SHARED_BUFFERS_MB`, which config.ts reads: kept here, beside LiteDb, so that
+ * config.ts has it without loading PGlite). PostgreSQL's default is zeroed at every start and
+ * stays resident; with a smaller one a start takes less memory and CPU. The operating system's
+ * file cache still holds the files, and a page missed costs a file read rather than a disk seek
+ * (bench/README.md, "Embedded store start").
+ */
+export const EMBEDDED_SHARED_BUFFERS_MB = 16;
 
 /**
  * A PGlite instance (`@electric-sql/pglite`) as Chronos's types name it: declared here, so that
