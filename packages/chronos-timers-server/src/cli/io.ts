@@ -2,7 +2,7 @@
  * What a command is given: its arguments' environment and where to write. Commands return an
  * exit code; they never call `process.exit` (so tests run them in process).
  */
-import { ChronosError } from 'chronos-timers/internal';
+import { ChronosError, parseOwner } from 'chronos-timers/internal';
 
 export interface CliIo {
   env: Record<string, string | undefined>;
@@ -67,6 +67,65 @@ export function describeError(error: unknown): string[] {
   }
   if (error instanceof Error) return [error.message];
   return [String(error)];
+}
+
+/** `--owner <did>`, required: `whose` says what it owns, `hint` where to find it. */
+export function requireOwner(
+  values: Record<string, string | boolean | undefined>,
+  whose: string,
+  hint = '',
+): string {
+  if (typeof values.owner !== 'string') {
+    throw new UsageError(
+      `--owner <did> is required: the owner whose ${whose}, e.g. --owner did:matrix:<user uuid>:<name>${hint}`,
+    );
+  }
+  return parseOwner(values.owner, 'owner').did;
+}
+
+/** One page of a list, as the store answered it (JSON text): every owner's carries `owners`. */
+export interface ListPage<T> {
+  items: T[];
+  nextCursor: string | null;
+  owners?: Record<string, string>;
+}
+
+/**
+ * A list page printed as a table, with an OWNER column when it is every owner's page (the
+ * operator's view), `empty` when it holds nothing, and the command for the next page: `command`
+ * with the flags the caller gave (`flags`, name to value) and the cursor.
+ */
+export function printListPage<T extends { id: string }>(
+  io: CliIo,
+  page: ListPage<T>,
+  view: {
+    empty: string;
+    header: string[];
+    row: (item: T) => string[];
+    command: string;
+    flags: Record<string, unknown>;
+  },
+): number {
+  if (page.items.length === 0) {
+    io.out(view.empty);
+    return EXIT_OK;
+  }
+  const owners = page.owners;
+  const [first, ...rest] = view.header;
+  table(io, [
+    [first!, ...(owners ? ['OWNER'] : []), ...rest],
+    ...page.items.map((item) => {
+      const [id, ...cells] = view.row(item);
+      return [id!, ...(owners ? [owners[item.id] ?? '-'] : []), ...cells];
+    }),
+  ]);
+  if (page.nextCursor) {
+    const flags = Object.entries(view.flags).flatMap(([name, value]) =>
+      typeof value === 'string' ? [`--${name} ${value}`] : [],
+    );
+    io.out(`More: ${[view.command, ...flags, `--cursor ${page.nextCursor}`].join(' ')}`);
+  }
+  return EXIT_OK;
 }
 
 /** Rows as columns, each as wide as its widest cell, two spaces apart (the first row the header). */

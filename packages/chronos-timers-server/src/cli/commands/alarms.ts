@@ -6,18 +6,17 @@
  * is (payloads digit for digit); otherwise a table.
  */
 import { loadConfig } from 'chronos-timers/internal';
-import { parseOwner } from 'chronos-timers/internal';
 import { withStore } from '../../control/store-access.js';
 import type { AlarmAction } from '../../control/store-ops.js';
 import { readArgs } from '../args.js';
 import {
   EXIT_OK,
-  UsageError,
   type CliIo,
   type Command,
   runSubcommand,
   type Subcommand,
-  table,
+  printListPage,
+  requireOwner,
 } from '../io.js';
 
 const USAGE = `usage: chronos alarms list [--owner <did>] [--status <status>] [--limit <n>] [--cursor <c>] [--json]
@@ -55,12 +54,7 @@ interface AlarmJson {
 }
 
 function ownerOf(values: Record<string, string | boolean | undefined>): string {
-  if (typeof values.owner !== 'string') {
-    throw new UsageError(
-      '--owner <did> is required: the owner whose alarms these are, e.g. --owner did:matrix:<user uuid>:<name>',
-    );
-  }
-  return parseOwner(values.owner, 'owner').did;
+  return requireOwner(values, 'alarms these are');
 }
 
 async function list(args: string[], io: CliIo): Promise<number> {
@@ -89,46 +83,26 @@ async function list(args: string[], io: CliIo): Promise<number> {
     next_cursor: string | null;
     owners?: Record<string, string>;
   };
-  if (page.alarms.length === 0) {
-    io.out('No alarms.');
-    return EXIT_OK;
-  }
-  const owners = page.owners;
-  table(io, [
-    [
-      'ID',
-      ...(owners ? ['OWNER'] : []),
-      'STATUS',
-      'KIND',
-      'SCHEDULE',
-      'NEXT FIRE',
-      'LAST FIRED',
-      'FAILURES',
-      'LABEL',
-    ],
-    ...page.alarms.map((a) => [
-      a.id,
-      ...(owners ? [owners[a.id] ?? '-'] : []),
-      a.status,
-      a.kind,
-      a.kind === 'cron' ? `${a.cron_expr} (${a.timezone})` : '-',
-      a.next_fire_at ?? '-',
-      a.last_fired_at ?? '-',
-      String(a.failure_count),
-      a.label || '-',
-    ]),
-  ]);
-  if (page.next_cursor) {
-    const more = [
-      'chronos alarms list',
-      ...(owner ? [`--owner ${owner}`] : []),
-      ...(typeof values.status === 'string' ? [`--status ${values.status}`] : []),
-      ...(typeof values.limit === 'string' ? [`--limit ${values.limit}`] : []),
-      `--cursor ${page.next_cursor}`,
-    ];
-    io.out(`More: ${more.join(' ')}`);
-  }
-  return EXIT_OK;
+  return printListPage(
+    io,
+    { items: page.alarms, nextCursor: page.next_cursor, owners: page.owners },
+    {
+      empty: 'No alarms.',
+      header: ['ID', 'STATUS', 'KIND', 'SCHEDULE', 'NEXT FIRE', 'LAST FIRED', 'FAILURES', 'LABEL'],
+      row: (a) => [
+        a.id,
+        a.status,
+        a.kind,
+        a.kind === 'cron' ? `${a.cron_expr} (${a.timezone})` : '-',
+        a.next_fire_at ?? '-',
+        a.last_fired_at ?? '-',
+        String(a.failure_count),
+        a.label || '-',
+      ],
+      command: 'chronos alarms list',
+      flags: { owner, status: values.status, limit: values.limit },
+    },
+  );
 }
 
 async function get(args: string[], io: CliIo): Promise<number> {

@@ -5,17 +5,18 @@
  * the server that holds it. `--json` prints the HTTP API's JSON as it is; otherwise a table (the
  * full record for `get`).
  */
-import { loadConfig, parseOwner } from 'chronos-timers/internal';
+import { loadConfig } from 'chronos-timers/internal';
 import { withStore } from '../../control/store-access.js';
 import { readArgs } from '../args.js';
 import {
   EXIT_OK,
-  UsageError,
   type CliIo,
   type Command,
   runSubcommand,
   type Subcommand,
   table,
+  printListPage,
+  requireOwner,
 } from '../io.js';
 
 const USAGE = `usage: chronos wakes list [--owner <did>] [--status <status>] [--alarm <alarm id>] [--limit <n>] [--cursor <c>] [--json]
@@ -53,13 +54,7 @@ interface AttemptJson {
 }
 
 function ownerOf(values: Record<string, string | boolean | undefined>): string {
-  if (typeof values.owner !== 'string') {
-    throw new UsageError(
-      '--owner <did> is required: the owner whose wake this is, e.g. --owner did:matrix:<user uuid>:<name> ' +
-        '(`chronos wakes list` shows each wake’s OWNER)',
-    );
-  }
-  return parseOwner(values.owner, 'owner').did;
+  return requireOwner(values, 'wake this is', ' (`chronos wakes list` shows each wake’s OWNER)');
 }
 
 async function list(args: string[], io: CliIo): Promise<number> {
@@ -89,49 +84,37 @@ async function list(args: string[], io: CliIo): Promise<number> {
     next_cursor: string | null;
     owners?: Record<string, string>;
   };
-  if (page.wakes.length === 0) {
-    io.out('No wakes.');
-    return EXIT_OK;
-  }
-  const owners = page.owners;
-  table(io, [
-    [
-      'ID',
-      ...(owners ? ['OWNER'] : []),
-      'ALARM',
-      'STATUS',
-      'SCHEDULED FOR',
-      'FIRED AT',
-      'DELIVERED AT',
-      'LATENESS',
-      'ATTEMPTS',
-      'LABEL',
-    ],
-    ...page.wakes.map((w) => [
-      w.id,
-      ...(owners ? [owners[w.id] ?? '-'] : []),
-      w.alarm_id,
-      w.status,
-      w.scheduled_for,
-      w.fired_at,
-      w.delivered_at ?? '-',
-      `${w.lateness_ms} ms`,
-      String(w.attempts),
-      w.label || '-',
-    ]),
-  ]);
-  if (page.next_cursor) {
-    const more = [
-      'chronos wakes list',
-      ...(owner ? [`--owner ${owner}`] : []),
-      ...(typeof values.status === 'string' ? [`--status ${values.status}`] : []),
-      ...(typeof values.alarm === 'string' ? [`--alarm ${values.alarm}`] : []),
-      ...(typeof values.limit === 'string' ? [`--limit ${values.limit}`] : []),
-      `--cursor ${page.next_cursor}`,
-    ];
-    io.out(`More: ${more.join(' ')}`);
-  }
-  return EXIT_OK;
+  return printListPage(
+    io,
+    { items: page.wakes, nextCursor: page.next_cursor, owners: page.owners },
+    {
+      empty: 'No wakes.',
+      header: [
+        'ID',
+        'ALARM',
+        'STATUS',
+        'SCHEDULED FOR',
+        'FIRED AT',
+        'DELIVERED AT',
+        'LATENESS',
+        'ATTEMPTS',
+        'LABEL',
+      ],
+      row: (w) => [
+        w.id,
+        w.alarm_id,
+        w.status,
+        w.scheduled_for,
+        w.fired_at,
+        w.delivered_at ?? '-',
+        `${w.lateness_ms} ms`,
+        String(w.attempts),
+        w.label || '-',
+      ],
+      command: 'chronos wakes list',
+      flags: { owner, status: values.status, alarm: values.alarm, limit: values.limit },
+    },
+  );
 }
 
 async function get(args: string[], io: CliIo): Promise<number> {
