@@ -6,12 +6,19 @@
  * They work on PostgreSQL (DATABASE_URL), on the embedded store, and on the embedded store
  * while a server runs on it (through its control socket).
  */
-import { loadConfig } from 'chronos-timers/internal';
-import { parseOwner } from 'chronos-timers/internal';
+import { loadConfig, parseOwner } from 'chronos-timers/internal';
 import type { KeyView } from '../../control/store-ops.js';
 import { withStore } from '../../control/store-access.js';
 import { readArgs } from '../args.js';
-import { EXIT_OK, UsageError, type CliIo, type Command, runSubcommand, type Subcommand } from '../io.js';
+import {
+  EXIT_OK,
+  UsageError,
+  type CliIo,
+  type Command,
+  runSubcommand,
+  type Subcommand,
+  table,
+} from '../io.js';
 
 const USAGE = `usage: chronos keys create --owner <did> [--label <text>]
        chronos keys list [--owner <did>] [--json]
@@ -66,14 +73,7 @@ function printTable(io: CliIo, keys: KeyView[]): void {
       k.revoked_at ? `revoked ${k.revoked_at}` : 'active',
     ]),
   ];
-  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-  for (const row of rows)
-    io.out(
-      row
-        .map((cell, i) => cell.padEnd(widths[i]!))
-        .join('  ')
-        .trimEnd(),
-    );
+  table(io, rows);
 }
 
 async function revoke(args: string[], io: CliIo): Promise<number> {
