@@ -65,7 +65,7 @@ describe('chronos alarms, through the server that holds the embedded store', () 
     expect(again.stderr).toMatch(/is cancelled; only a paused alarm can be resumed/);
     const bad = await runChronos(['alarms', 'list', '--owner', OWNER.did, '--status', 'done'], env);
     expect(bad.stderr.trim()).toBe(
-      'chronos alarms: status: expected one of active, paused, fired, cancelled, failed, got "done"',
+      'chronos alarms: status: expected one of active, paused, fired, cancelled, failed, expired, got "done"',
     );
     const noOwner = await runChronos(['alarms', 'get', alarm.id], env);
     expect(noOwner.code).toBe(2);

@@ -209,7 +209,7 @@ describe('chronos alarms fire|retry and chronos wakes, through the server that h
     const badStatus = await runChronos(['wakes', 'list', '--status', 'done'], env);
     expect(badStatus.code).toBe(1);
     expect(badStatus.stderr).toMatch(
-      /^chronos wakes: status: expected one of pending, delivered, acknowledged, failed, got "done"/,
+      /^chronos wakes: status: expected one of pending, delivered, acknowledged, failed, expired, got "done"/,
     );
   }, 120_000);
 });

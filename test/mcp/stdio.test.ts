@@ -81,6 +81,7 @@ describePostgresOnly(
             'list_alarms',
             'reschedule_alarm',
             'schedule_alarm',
+            'preview_schedule',
           ].sort(),
         );
 

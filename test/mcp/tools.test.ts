@@ -37,7 +37,7 @@ describeEachBackend('MCP tools over Streamable HTTP', ({ t }) => {
     await server.close();
   });
 
-  it('lists the nine tools with descriptions, examples, schemas and truthful annotations', async () => {
+  it('lists the ten tools with descriptions, examples, schemas and truthful annotations', async () => {
     const { tools } = await client.listTools();
     expect(tools.map((tool) => tool.name)).toEqual([
       'schedule_alarm',
@@ -49,6 +49,7 @@ describeEachBackend('MCP tools over Streamable HTTP', ({ t }) => {
       'resume_alarm',
       'list_wakes',
       'ack_wake',
+      'preview_schedule',
     ]);
     for (const tool of tools) {
       expect(tool.description).toContain('Example: {');
@@ -282,7 +283,7 @@ describeEachBackend('MCP tools over Streamable HTTP', ({ t }) => {
       (await ok(client, 'list_wakes', { status: 'delivered' })).wakes.map((w: { label: string }) => w.label),
     ).toEqual(['other']);
     expect(await refused(client, 'list_wakes', { status: 'open' })).toMatch(
-      /status: expected one of pending, delivered, acknowledged, failed, got "open"/,
+      /status: expected one of pending, delivered, acknowledged, failed, expired, got "open"/,
     );
   });
 
@@ -355,7 +356,7 @@ describeEachBackend('MCP tools over Streamable HTTP', ({ t }) => {
         /cron: expected a schedule that fires at most once every/,
       );
       expect(await refused(client, 'schedule_alarm', { in_seconds: 60, cron: '@daily' })).toMatch(
-        /expected exactly one of "at", "in_seconds" or "cron", got "in_seconds" and "cron"/,
+        /expected exactly one of "at", "in_seconds", "cron" or "rrule", got "in_seconds" and "cron"/,
       );
     });
 
@@ -375,7 +376,7 @@ describeEachBackend('MCP tools over Streamable HTTP', ({ t }) => {
         /limit: expected a whole number from 1 to 200, got 500/,
       );
       expect(await refused(client, 'list_alarms', { status: 'done' })).toMatch(
-        /status: expected one of active, paused, fired, cancelled, failed, got "done"/,
+        /status: expected one of active, paused, fired, cancelled, failed, expired, got "done"/,
       );
       expect(await refused(client, 'list_alarms', { sort: 'asc' })).toMatch(
         /sort: unknown field; send only status, limit, cursor/,

@@ -86,6 +86,51 @@ describeEachBackend('the schedules file: reconcile', ({ t }) => {
     expect((await apply(t.db, reformatted)).results.map((r) => r.action)).toEqual(['unchanged', 'unchanged']);
   });
 
+  it('an rrule entry with a window, jitter and expiry is created, unchanged when read again, changed by an edit, exported as written', async () => {
+    const review = {
+      key: 'review',
+      rrule: 'RRULE:FREQ=MONTHLY;BYDAY=-1FR;BYHOUR=17;BYMINUTE=0;BYSECOND=0',
+      timezone: 'Europe/Paris',
+      starts_at: '2030-01-01T00:00:00+01:00',
+      ends_at: '2030-12-31T00:00:00+01:00',
+      jitter_seconds: 60,
+      expires_after_seconds: 3600,
+    };
+    expect((await apply(t.db, file(review))).results.map((r) => r.action)).toEqual(['created']);
+    const made = (await makeService(t.db).getByKey(OWNER, 'review'))!;
+    expect(made).toMatchObject({
+      kind: 'rrule',
+      rrule: 'FREQ=MONTHLY;BYDAY=-1FR;BYHOUR=17;BYMINUTE=0;BYSECOND=0',
+      jitterSeconds: 60,
+      expiresAfterSeconds: 3600,
+    });
+    expect((await apply(t.db, file(review))).results.map((r) => r.action)).toEqual(['unchanged']);
+    const edited = {
+      ...review,
+      rrule: 'FREQ=MONTHLY;BYDAY=1MO;BYHOUR=9;BYMINUTE=0;BYSECOND=0',
+      expires_after_seconds: 600,
+    };
+    expect((await apply(t.db, file(edited))).results.map((r) => r.action)).toEqual(['updated']);
+    const after = (await makeService(t.db).getByKey(OWNER, 'review'))!;
+    expect(after).toMatchObject({
+      rrule: 'FREQ=MONTHLY;BYDAY=1MO;BYHOUR=9;BYMINUTE=0;BYSECOND=0',
+      expiresAfterSeconds: 600,
+      jitterSeconds: 60,
+    });
+    expect(after.startsAt?.toISOString()).toBe('2029-12-31T23:00:00.000Z');
+    const exported = JSON.parse((await exportSchedulesFile(fileService(t.db), OWNER.did)).file) as {
+      alarms: Record<string, unknown>[];
+    };
+    expect(exported.alarms[0]).toMatchObject({
+      key: 'review',
+      rrule: 'FREQ=MONTHLY;BYDAY=1MO;BYHOUR=9;BYMINUTE=0;BYSECOND=0',
+      starts_at: '2029-12-31T23:00:00.000Z',
+      ends_at: '2030-12-30T23:00:00.000Z',
+      jitter_seconds: 60,
+      expires_after_seconds: 600,
+    });
+  });
+
   it('a changed entry changes only what the edit changed, as a PATCH, and owes one heads-up', async () => {
     await apply(t.db, file(standup));
     const alarms = makeService(t.db);

@@ -94,6 +94,9 @@ export {
   readAlarmBody,
   readBatchBody,
   readBulkCancelBody,
+  PREVIEW_COUNT,
+  previewScheduleSchema,
+  readPreviewBody,
 } from './wire/alarm-input.js';
 export { readForm, readNoFields } from './wire/fields.js';
 export { isoOrNull, isoTime } from './wire/iso-time.js';

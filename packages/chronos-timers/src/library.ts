@@ -67,7 +67,17 @@ export interface TimerSpec {
   at?: Date | string;
   inSeconds?: number;
   cron?: string;
+  /** An RFC 5545 recurrence rule, e.g. `FREQ=MONTHLY;BYDAY=-1FR;BYHOUR=9;BYMINUTE=0;BYSECOND=0`. */
+  rrule?: string;
   timezone?: string;
+  /** For cron and rrule: no occurrence before it (an rrule counts from it). */
+  startsAt?: Date | string;
+  /** For cron and rrule: no occurrence after it; the timer is then fired (done). */
+  endsAt?: Date | string;
+  /** For cron and rrule: each occurrence due up to this many seconds late (1–3600), never early. */
+  jitterSeconds?: number;
+  /** An occurrence not delivered this many seconds after it was due is given up (1–31,536,000). */
+  expiresAfterSeconds?: number;
   payload?: Record<string, unknown>;
   /** Default `did:matrix:00000000-0000-0000-0000-000000000000:lib`. */
   owner?: string;
@@ -164,7 +174,12 @@ export const timerForm: Form<LibraryField> = {
     at: 'at',
     inSeconds: 'inSeconds',
     cron: 'cron',
+    rrule: 'rrule',
     timezone: 'timezone',
+    startsAt: 'startsAt',
+    endsAt: 'endsAt',
+    jitterSeconds: 'jitterSeconds',
+    expiresAfterSeconds: 'expiresAfterSeconds',
     payload: 'payload',
     owner: 'owner',
     queue: 'queue',
@@ -191,6 +206,16 @@ export const timerForm: Form<LibraryField> = {
       schema: z.custom<string | Date>(isAt),
       accepts: isAt,
       expected: SPEC_RULES.at.expected.replace('like', 'or a Date, like'),
+    },
+    startsAt: {
+      schema: z.custom<string | Date>(isAt),
+      accepts: isAt,
+      expected: SPEC_RULES.startsAt.expected.replace('like', 'or a Date, like'),
+    },
+    endsAt: {
+      schema: z.custom<string | Date>(isAt),
+      accepts: isAt,
+      expected: SPEC_RULES.endsAt.expected.replace('like', 'or a Date, like'),
     },
     // Any plain object (JSON.stringify writes it): a class instance, a Map or an array is refused.
     payload: {

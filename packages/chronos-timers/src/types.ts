@@ -3,14 +3,14 @@
  */
 import type { RawJson } from './json.js';
 
-export const ALARM_KINDS = ['once', 'cron'] as const;
+export const ALARM_KINDS = ['once', 'cron', 'rrule'] as const;
 export type AlarmKind = (typeof ALARM_KINDS)[number];
-export const ALARM_STATUSES = ['active', 'paused', 'fired', 'cancelled', 'failed'] as const;
+export const ALARM_STATUSES = ['active', 'paused', 'fired', 'cancelled', 'failed', 'expired'] as const;
 export type AlarmStatus = (typeof ALARM_STATUSES)[number];
 export type AlarmSource = 'api' | 'mcp' | 'library' | 'file';
 /** What brought a fire: the alarm's schedule, or a "fire now" (contract §5, §6). */
 export type Trigger = 'schedule' | 'manual';
-export const WAKE_STATUSES = ['pending', 'delivered', 'acknowledged', 'failed'] as const;
+export const WAKE_STATUSES = ['pending', 'delivered', 'acknowledged', 'failed', 'expired'] as const;
 export type WakeStatus = (typeof WAKE_STATUSES)[number];
 
 /** The queue whose alarms `chronos serve` delivers to the router (contract §4a). */
@@ -35,6 +35,18 @@ export interface Alarm {
   kind: AlarmKind;
   fireAt: Date | null;
   cronExpr: string;
+  /** An RFC 5545 rule for kind `rrule` (contract §3a); '' otherwise. */
+  rrule?: string;
+  /** The rule's DTSTART: `startsAt`, else the creation instant to the whole second. */
+  rruleStart?: Date | null;
+  /** No occurrence is due before it (cron and rrule). */
+  startsAt?: Date | null;
+  /** No occurrence is due after it; past it the alarm is `fired`. */
+  endsAt?: Date | null;
+  /** Each occurrence is due up to this many seconds after its instant; 0 for none. */
+  jitterSeconds?: number;
+  /** An occurrence not delivered this many seconds after it was due is given up; 0 for never. */
+  expiresAfterSeconds?: number;
   timezone: string;
   /** The claim key: when the alarm is next due (a retry moves it past `scheduledFor`). */
   nextFireAt: Date;
@@ -74,6 +86,12 @@ export type ClaimedAlarm = Pick<
   | 'id'
   | 'kind'
   | 'cronExpr'
+  | 'rrule'
+  | 'rruleStart'
+  | 'startsAt'
+  | 'endsAt'
+  | 'jitterSeconds'
+  | 'expiresAfterSeconds'
   | 'timezone'
   | 'nextFireAt'
   | 'scheduledFor'

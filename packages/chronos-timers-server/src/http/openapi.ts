@@ -11,6 +11,7 @@ import {
   bulkCancelSchema,
   createAlarmSchema,
   patchAlarmSchema,
+  previewScheduleSchema,
 } from 'chronos-timers/internal';
 import {
   alarmViewSchema,
@@ -190,6 +191,7 @@ export function openApiDocument(): Record<string, unknown> {
         Reply: json(replySchema),
         BatchAlarms: json(batchAlarmSchema),
         BulkCancel: json(bulkCancelSchema),
+        SchedulePreview: json(previewScheduleSchema),
         Alarm: json(alarmViewSchema),
         Wake: json(wakeViewSchema),
         Attempt: json(attemptViewSchema),
@@ -333,6 +335,37 @@ export function openApiDocument(): Record<string, unknown> {
             ...ERRORS,
             '413': problemResponse('Body over 128 KiB.'),
             '429': problemResponse('A quota would be exceeded by the batch: `limit` names it.'),
+          },
+        },
+      },
+      '/v1/schedules/preview': {
+        post: {
+          summary:
+            'The next due instants of a schedule (at, in_seconds, cron or rrule, with its window), nothing written',
+          requestBody: { required: true, content: content('SchedulePreview') },
+          responses: {
+            '200': {
+              description:
+                'Up to `count` due instants, in UTC and in the zone (fewer when the schedule ends).',
+              content: {
+                'application/json': {
+                  schema: envelope(
+                    {
+                      fires: {
+                        type: 'array',
+                        items: envelope({ utc: { type: 'string' }, local: { type: 'string' } }, [
+                          'utc',
+                          'local',
+                        ]),
+                      },
+                      server_time: { type: 'string' },
+                    },
+                    ['fires', 'server_time'],
+                  ),
+                },
+              },
+            },
+            ...ERRORS,
           },
         },
       },

@@ -32,10 +32,37 @@ export const toolAlarmFields = {
       '("0 9 * * MON-FRI" = weekdays at 09:00), a descriptor ("@daily", "@hourly", "@weekly"), or ' +
       '"@every 15m" / "@every 1h30m" (real elapsed time). At most one fire a minute by default.',
   ),
+  rrule: alarmFields.rrule.describe(
+    'A repeating schedule as an RFC 5545 recurrence rule (what calendars export), read in `timezone` as wall-clock ' +
+      'time. Use it instead of cron for what cron cannot say: every other week, the Nth or last weekday of a month, ' +
+      'a fixed number of times, until a date. Give BYHOUR, BYMINUTE and BYSECOND: parts left out take the start ' +
+      '(starts_at, else now). Examples: "FREQ=WEEKLY;INTERVAL=2;BYDAY=TU;BYHOUR=9;BYMINUTE=0;BYSECOND=0" (every other ' +
+      'Tuesday 09:00); "FREQ=MONTHLY;BYDAY=-1FR;BYHOUR=17;BYMINUTE=0;BYSECOND=0" (last Friday of each month 17:00); ' +
+      '"FREQ=WEEKLY;BYDAY=MO,TU,WE,TH,FR;BYHOUR=8;BYMINUTE=30;BYSECOND=0;UNTIL=20270331T220000Z" (weekdays 08:30 ' +
+      'until the end of March). FREQ is MINUTELY to YEARLY; a leading "RRULE:" is fine.',
+  ),
   timezone: alarmFields.timezone.describe(
     'IANA time zone the user lives in, e.g. "Europe/Paris", "America/New_York" (default "UTC"). ' +
-      'Needed for cron: "0 9 * * *" means 09:00 in this zone, across DST changes. Not an abbreviation ' +
+      'Needed for cron and rrule: "0 9 * * *" means 09:00 in this zone, across DST changes. Not an abbreviation ' +
       'like "CET" and not an offset like "+01:00".',
+  ),
+  starts_at: alarmFields.starts_at.describe(
+    'For cron and rrule: no occurrence before this time, RFC 3339 with an offset, e.g. "2027-04-01T00:00:00+02:00". ' +
+      'An rrule counts from it (its DTSTART).',
+  ),
+  ends_at: alarmFields.ends_at.describe(
+    'For cron and rrule: no occurrence after this time, RFC 3339 with an offset; the alarm is then done (fired).',
+  ),
+  jitter_seconds: alarmFields.jitter_seconds.describe(
+    'For cron and rrule: each occurrence fires up to this many seconds late, never early, at an offset fixed per ' +
+      'alarm and occurrence (1 to 3600). Use it for background work many agents share ("every day at 09:00"), not ' +
+      'for a reminder the user expects on the minute.',
+  ),
+  expires_after_seconds: alarmFields.expires_after_seconds.describe(
+    'For reminders that are pointless late: if an occurrence cannot be delivered within this many seconds of its ' +
+      'due time (an outage, a long pause, failed retries), it is given up and never delivered (a one-shot becomes ' +
+      '"expired"). E.g. 10800 for "remind me at 9, but not if it is already noon". Without it, a late wake is ' +
+      'still delivered.',
   ),
   wake_message: alarmFields.wake_message.describe(
     'The text you will receive when the alarm fires, verbatim (at most 16 KiB). Write it as ' +
@@ -66,7 +93,12 @@ const scheduleFields = {
   at: toolAlarmFields.at.optional(),
   in_seconds: toolAlarmFields.in_seconds.optional(),
   cron: toolAlarmFields.cron.optional(),
+  rrule: toolAlarmFields.rrule.optional(),
   timezone: toolAlarmFields.timezone.optional(),
+  starts_at: toolAlarmFields.starts_at.optional(),
+  ends_at: toolAlarmFields.ends_at.optional(),
+  jitter_seconds: toolAlarmFields.jitter_seconds.optional(),
+  expires_after_seconds: toolAlarmFields.expires_after_seconds.optional(),
   wake_message: toolAlarmFields.wake_message.optional(),
   payload: toolAlarmFields.payload.optional(),
   idempotency_key: toolAlarmFields.idempotency_key.optional(),
@@ -94,6 +126,29 @@ function pageFields(items?: string) {
 }
 
 export const scheduleAlarmInput = z.strictObject(scheduleFields);
+
+export const previewScheduleInput = z.strictObject({
+  at: toolAlarmFields.at.optional(),
+  in_seconds: toolAlarmFields.in_seconds.optional(),
+  cron: toolAlarmFields.cron.optional(),
+  rrule: toolAlarmFields.rrule.optional(),
+  timezone: toolAlarmFields.timezone.optional(),
+  starts_at: toolAlarmFields.starts_at.optional(),
+  ends_at: toolAlarmFields.ends_at.optional(),
+  jitter_seconds: toolAlarmFields.jitter_seconds
+    .optional()
+    .describe('Accepted and not applied in a preview.'),
+  expires_after_seconds: toolAlarmFields.expires_after_seconds
+    .optional()
+    .describe('Accepted and not applied in a preview.'),
+  count: z
+    .number()
+    .int()
+    .min(1)
+    .max(50)
+    .optional()
+    .describe('How many due instants to show, 1 to 50 (default 5).'),
+});
 
 export const listAlarmsInput = z.strictObject({
   status: z
@@ -150,6 +205,13 @@ export const scheduleAlarmOutput = z.strictObject({
   alarm: alarmViewSchema,
   deduped: z.boolean().describe('True when idempotency_key matched an existing alarm, which is returned.'),
   next_fires: nextFires,
+  server_time: serverTime,
+});
+
+export const previewScheduleOutput = z.strictObject({
+  fires: nextFiresSchema.describe(
+    'The next due instants, in UTC and in the zone (fewer when the schedule ends).',
+  ),
   server_time: serverTime,
 });
 

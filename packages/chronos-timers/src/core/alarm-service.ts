@@ -20,7 +20,8 @@ import {
   type FieldError,
 } from '../errors.js';
 import { storedForm, type RawJson } from '../json.js';
-import { nextOccurrence } from '../schedule/next-occurrence.js';
+import { dueAt, nextOccurrence } from '../schedule/next-occurrence.js';
+import { newRowIds } from '../store/driver/row-id.js';
 import { nextFires } from '../schedule/resolve.js';
 import { resolveSchedule, type ResolveOptions } from '../schedule/resolve.js';
 import { contextOf, inSpan, traceparentOf } from '../tracing.js';
@@ -54,7 +55,7 @@ import {
   type AlarmSource,
   type AlarmStatus,
 } from '../types.js';
-import { LIMITS, SCHEDULE_FIELDS, type AlarmSpec } from './alarm-spec.js';
+import { LIMITS, SCHEDULE_FIELDS, WINDOW_FIELDS, type AlarmSpec } from './alarm-spec.js';
 import { idInMessage, isUuid, type Owner } from './owner.js';
 import { timePage, type Page, type PageRequest } from './page.js';
 
@@ -281,18 +282,46 @@ export class AlarmService {
     const ex = write.tx ?? this.options.db;
     let schedule: ScheduleColumns | undefined;
     const newTime = SCHEDULE_FIELDS.some((f) => spec[f] !== undefined);
-    if (newTime || spec.timezone !== undefined) {
+    const newWindow = WINDOW_FIELDS.some((f) => spec[f] !== undefined);
+    if (newTime || newWindow || spec.timezone !== undefined) {
       const current = await this.#find(ex, owner, ref);
       const timezone = spec.timezone ?? current.timezone;
       const now = await this.options.dbClock.now(ex);
+      // The window and jitter carry over to a new recurring schedule unless the change gives its own.
+      const window = {
+        startsAt: spec.startsAt ?? current.startsAt ?? undefined,
+        endsAt: spec.endsAt ?? current.endsAt ?? undefined,
+        jitterSeconds: spec.jitterSeconds ?? (current.jitterSeconds || undefined),
+      };
+      const recurringSpec = spec.cron !== undefined || spec.rrule !== undefined;
       if (newTime) {
-        schedule = this.#resolve(spec, timezone, now, spec.at !== undefined);
+        schedule = this.#resolve(
+          recurringSpec ? { ...spec, ...window } : spec,
+          timezone,
+          now,
+          spec.at !== undefined,
+        );
       } else if (current.kind === 'cron') {
         // A new zone alone re-reads the same cron in it.
-        schedule = this.#resolve({ cron: current.cronExpr }, timezone, now, false);
+        schedule = this.#resolve({ cron: current.cronExpr, ...window }, timezone, now, false);
+      } else if (current.kind === 'rrule') {
+        schedule = this.#resolve({ rrule: current.rrule, ...window }, timezone, now, false);
+      } else if (newWindow) {
+        schedule = this.#resolve(
+          { at: (current.fireAt ?? current.nextFireAt).toISOString(), ...spec },
+          timezone,
+          now,
+          false,
+        );
       } else {
         const at = (current.fireAt ?? current.nextFireAt).toISOString();
         schedule = this.#resolve({ at }, timezone, now, false);
+      }
+      if (schedule.jitterSeconds) {
+        schedule.nextFireAt = dueAt(
+          { id: current.id, jitterSeconds: schedule.jitterSeconds },
+          schedule.nextFireAt,
+        );
       }
     }
     if (spec.queue !== undefined && spec.queue !== (await this.#find(ex, owner, ref)).queue) {
@@ -311,10 +340,22 @@ export class AlarmService {
       idempotencyKey: spec.idempotencyKey,
       maxFailures: spec.maxFailures,
       requireAck: spec.requireAck,
+      expiresAfterSeconds: spec.expiresAfterSeconds,
     };
     const updated = await alarmsReschedule(ex, owner.did, refFor(ref), changes, this.options.notifyHorizonMs);
     if (updated) return updated;
     throw notNow(await this.#find(ex, owner, ref), 'only an active or paused alarm can be changed');
+  }
+
+  /**
+   * The next `count` due instants of a schedule, nothing written (`POST /v1/schedules/preview`),
+   * refused exactly as a create would refuse it. Jitter and expiry are accepted and not applied:
+   * the jitter depends on an alarm id this schedule does not have yet.
+   */
+  async preview(spec: AlarmSpec, count: number): Promise<{ fires: NextFire[]; serverTime: Date }> {
+    const now = await this.options.dbClock.now();
+    const schedule = this.#resolve(spec, spec.timezone, now, true);
+    return { fires: nextFires({ ...schedule, jitterSeconds: undefined }, count), serverTime: now };
   }
 
   /** Stops an active alarm firing (contract §5); pausing a paused one answers it again. */
@@ -337,9 +378,15 @@ export class AlarmService {
     if (current.status !== 'paused') throw notNow(current, 'only a paused alarm can be resumed');
     const now = await this.options.dbClock.now();
     const dueAt =
-      current.kind === 'cron'
+      current.kind !== 'once'
         ? nextOccurrence(current, now)
         : new Date(Math.max(current.scheduledFor.getTime(), now.getTime()));
+    if (dueAt === null) {
+      throw notNow(
+        current,
+        'it has no occurrence left (its rule ended or its ends_at passed); cancel it instead',
+      );
+    }
     const resumed = await alarmsResume(
       this.options.db,
       owner.did,
@@ -409,13 +456,25 @@ export class AlarmService {
       );
     }
     const schedule = this.#resolve(spec, spec.timezone, now, true);
+    // A jittered occurrence is due at an offset drawn from the alarm's id: the id is made here.
+    const id = schedule.jitterSeconds ? newRowIds(1).ids[0] : undefined;
     // One literal of fixed shape: a spread here cost microseconds per alarm of a large batch.
     return {
+      id,
       kind: schedule.kind,
       fireAt: schedule.fireAt,
       cronExpr: schedule.cronExpr,
       timezone: schedule.timezone,
-      nextFireAt: schedule.nextFireAt,
+      nextFireAt:
+        id === undefined
+          ? schedule.nextFireAt
+          : dueAt({ id, jitterSeconds: schedule.jitterSeconds }, schedule.nextFireAt),
+      rrule: schedule.rrule,
+      rruleStart: schedule.rruleStart,
+      startsAt: schedule.startsAt,
+      endsAt: schedule.endsAt,
+      jitterSeconds: schedule.jitterSeconds,
+      expiresAfterSeconds: spec.expiresAfterSeconds,
       ownerDid: owner.did,
       userId: owner.userId,
       label: spec.label ?? '',
@@ -476,7 +535,10 @@ export class AlarmService {
   }
 
   #resolve(
-    spec: Pick<AlarmSpec, 'at' | 'inSeconds' | 'cron' | 'timezone'>,
+    spec: Pick<
+      AlarmSpec,
+      'at' | 'inSeconds' | 'cron' | 'rrule' | 'timezone' | 'startsAt' | 'endsAt' | 'jitterSeconds'
+    >,
     timezone: string | undefined,
     now: Date,
     checkPast: boolean,
@@ -486,7 +548,16 @@ export class AlarmService {
     const input =
       timezone === spec.timezone
         ? spec
-        : { at: spec.at, inSeconds: spec.inSeconds, cron: spec.cron, timezone };
+        : {
+            at: spec.at,
+            inSeconds: spec.inSeconds,
+            cron: spec.cron,
+            rrule: spec.rrule,
+            startsAt: spec.startsAt,
+            endsAt: spec.endsAt,
+            jitterSeconds: spec.jitterSeconds,
+            timezone,
+          };
     return resolveSchedule(input, now, checkPast ? this.#checkPast : this.#anyTime);
   }
 }
@@ -513,6 +584,7 @@ const STANDING: Record<Alarm['status'], string> = {
   fired: 'has already fired',
   cancelled: 'is cancelled',
   failed: 'has failed',
+  expired: 'has expired (its occurrence was not delivered in time)',
 };
 
 /** `conflict`: the alarm is not in a status the change applies to (`rule` says which is). */

@@ -22,7 +22,17 @@ export interface AlarmSpec {
   inSeconds?: number;
   /** A repeating schedule: 5-field cron, a descriptor, or `@every <duration>`. */
   cron?: string;
+  /** A repeating schedule as an RFC 5545 recurrence rule (contract §3a). */
+  rrule?: string;
   timezone?: string;
+  /** No occurrence of a cron or rrule schedule before it (RFC 3339, or a Date from the library). */
+  startsAt?: string | Date;
+  /** No occurrence after it; the alarm is `fired` once past it. */
+  endsAt?: string | Date;
+  /** Spread each occurrence up to this many seconds later (1–3,600), never earlier. */
+  jitterSeconds?: number;
+  /** Give an occurrence up when not delivered this many seconds after it was due (1–31,536,000). */
+  expiresAfterSeconds?: number;
   conversationId?: string;
   wakeMessage?: string;
   /** A JSON object as its own text (I4). */
@@ -48,10 +58,15 @@ export const LIMITS = {
   inSecondsMax: MAX_IN_SECONDS,
   maxFailures: 100,
   queueChars: 64,
+  rruleChars: 1_000,
+  jitterSecondsMax: 3_600,
+  expiresAfterSecondsMax: 31_536_000,
 } as const;
 
 /** The schedule fields: a create gives exactly one, a change at most one. */
-export const SCHEDULE_FIELDS = ['at', 'inSeconds', 'cron'] as const satisfies readonly SpecField[];
+export const SCHEDULE_FIELDS = ['at', 'inSeconds', 'cron', 'rrule'] as const satisfies readonly SpecField[];
+/** The fields that shape a recurring schedule besides its expression: a change re-reads it. */
+export const WINDOW_FIELDS = ['startsAt', 'endsAt', 'jitterSeconds'] as const satisfies readonly SpecField[];
 
 export interface FieldRule {
   /** The shape of the value, as it arrives from JSON (payload: a plain object). */
@@ -92,10 +107,44 @@ export const SPEC_RULES: Record<SpecField, FieldRule> = {
     description:
       'A repeating schedule: 5-field cron ("0 9 * * MON-FRI"), a descriptor ("@daily"), or "@every 15m".',
   },
+  rrule: {
+    schema: z.string().max(LIMITS.rruleChars),
+    expected: 'an RFC 5545 recurrence rule like "FREQ=WEEKLY;INTERVAL=2;BYDAY=TU;BYHOUR=9;BYMINUTE=0"',
+    description:
+      'A repeating schedule as an RFC 5545 recurrence rule, read in "timezone" from "starts_at" (else from now), ' +
+      'e.g. "FREQ=WEEKLY;INTERVAL=2;BYDAY=TU;BYHOUR=9;BYMINUTE=0;BYSECOND=0" (every other Tuesday at 09:00). ' +
+      'Use it for what cron cannot say: every other week, the last Friday (BYDAY=-1FR), a fixed number of times (COUNT).',
+  },
   timezone: {
     schema: z.string(),
     expected: 'an IANA time zone like "Europe/Paris" or "UTC"',
-    description: 'IANA time zone the cron expression is read in, e.g. "Europe/Paris" (default "UTC").',
+    description:
+      'IANA time zone the cron expression or rrule is read in, e.g. "Europe/Paris" (default "UTC").',
+  },
+  startsAt: {
+    schema: z.string(),
+    expected: 'an RFC 3339 time with an offset, like "2027-03-14T09:00:00+01:00"',
+    description:
+      'For cron and rrule: no occurrence before this time (RFC 3339 with an offset); an rrule counts from it.',
+  },
+  endsAt: {
+    schema: z.string(),
+    expected: 'an RFC 3339 time with an offset, like "2027-03-31T18:00:00+02:00"',
+    description: 'For cron and rrule: no occurrence after this time; the alarm is then fired (done).',
+  },
+  jitterSeconds: {
+    schema: z.number().int().min(1).max(LIMITS.jitterSecondsMax),
+    expected: `a whole number of seconds from 1 to ${LIMITS.jitterSecondsMax}`,
+    description:
+      'For cron and rrule: each occurrence is due up to this many seconds after its time (never before), the same for every read, ' +
+      'so alarms that share a schedule do not all fire at once (1 to 3600).',
+  },
+  expiresAfterSeconds: {
+    schema: z.number().int().min(1).max(LIMITS.expiresAfterSecondsMax),
+    expected: `a whole number of seconds from 1 to ${LIMITS.expiresAfterSecondsMax}`,
+    description:
+      'Give an occurrence up when it could not be delivered within this many seconds of its due time (an outage, a long pause, ' +
+      'retries): it is then never delivered, and a one-shot becomes "expired". E.g. 10800 for a 09:00 reminder that is pointless after noon.',
   },
   conversationId: {
     schema: text(LIMITS.conversationIdChars),

@@ -100,6 +100,13 @@ interface Normal {
   at: string | null;
   /** A cron alarm's expression as parsed; null for a one-shot. */
   cron: string | null;
+  /** An rrule alarm's rule as stored; null (or absent, in a record older than rrule) otherwise. */
+  rrule?: string | null;
+  /** The window and jitter of a cron or rrule alarm (contract §3a): part of its schedule. */
+  startsAt?: string | null;
+  endsAt?: string | null;
+  jitterSeconds?: number;
+  expiresAfterSeconds?: number;
   timezone: string;
   conversationId: string;
   wakeMessage: string;
@@ -118,6 +125,7 @@ const PLAIN_FIELDS = [
   'payload',
   'maxFailures',
   'requireAck',
+  'expiresAfterSeconds',
 ] as const;
 
 const LIVE: readonly AlarmStatus[] = ['active', 'paused'];
@@ -294,14 +302,28 @@ export class SchedulesFileService {
   #normalise(spec: AlarmSpec, now: Date): Normal {
     // An `at` in the past is judged only when it is applied: an unchanged one-shot that already
     // fired is not an error.
-    const schedule = resolveSchedule({ at: spec.at, cron: spec.cron, timezone: spec.timezone }, now, {
-      pastToleranceMs: Number.POSITIVE_INFINITY,
-      minCronIntervalMs: this.options.minCronIntervalMs,
-    });
+    const schedule = resolveSchedule(
+      {
+        at: spec.at,
+        cron: spec.cron,
+        rrule: spec.rrule,
+        startsAt: spec.startsAt,
+        endsAt: spec.endsAt,
+        jitterSeconds: spec.jitterSeconds,
+        timezone: spec.timezone,
+      },
+      now,
+      { pastToleranceMs: Number.POSITIVE_INFINITY, minCronIntervalMs: this.options.minCronIntervalMs },
+    );
     return {
       label: spec.label ?? '',
       at: schedule.kind === 'once' ? schedule.fireAt!.toISOString() : null,
       cron: schedule.kind === 'cron' ? schedule.cronExpr : null,
+      rrule: schedule.rrule ?? null,
+      startsAt: schedule.startsAt?.toISOString() ?? null,
+      endsAt: schedule.endsAt?.toISOString() ?? null,
+      jitterSeconds: schedule.jitterSeconds ?? 0,
+      expiresAfterSeconds: spec.expiresAfterSeconds ?? 0,
       timezone: schedule.timezone,
       conversationId: spec.conversationId ?? '',
       wakeMessage: spec.wakeMessage ?? '',
@@ -318,6 +340,11 @@ function normalOf(alarm: Alarm): Normal {
     label: alarm.label,
     at: alarm.kind === 'once' ? (alarm.fireAt ?? alarm.scheduledFor).toISOString() : null,
     cron: alarm.kind === 'cron' ? alarm.cronExpr : null,
+    rrule: alarm.kind === 'rrule' ? (alarm.rrule ?? '') : null,
+    startsAt: alarm.startsAt?.toISOString() ?? null,
+    endsAt: alarm.endsAt?.toISOString() ?? null,
+    jitterSeconds: alarm.jitterSeconds ?? 0,
+    expiresAfterSeconds: alarm.expiresAfterSeconds ?? 0,
     timezone: alarm.timezone,
     conversationId: alarm.conversationId,
     wakeMessage: alarm.wakeMessage,
@@ -333,11 +360,21 @@ function normalOf(alarm: Alarm): Normal {
  */
 function changedFields(next: Normal, base: Normal, current: Normal): string[] {
   const fields: string[] = [];
-  const sameSchedule = (a: Normal, b: Normal) => a.at === b.at && a.cron === b.cron;
+  // A record written before rrule and windows existed says nothing of them: read as unset.
+  const sameSchedule = (a: Normal, b: Normal) =>
+    a.at === b.at &&
+    a.cron === b.cron &&
+    (a.rrule ?? null) === (b.rrule ?? null) &&
+    (a.startsAt ?? null) === (b.startsAt ?? null) &&
+    (a.endsAt ?? null) === (b.endsAt ?? null) &&
+    (a.jitterSeconds ?? 0) === (b.jitterSeconds ?? 0);
   if (!sameSchedule(next, base) && !sameSchedule(next, current))
-    fields.push(next.cron === null ? 'at' : 'cron');
+    fields.push(next.rrule ? 'rrule' : next.cron === null ? 'at' : 'cron');
+  const plain = (n: Normal, field: (typeof PLAIN_FIELDS)[number]) =>
+    field === 'expiresAfterSeconds' ? (n.expiresAfterSeconds ?? 0) : n[field];
   for (const field of PLAIN_FIELDS) {
-    if (next[field] !== base[field] && next[field] !== current[field]) fields.push(field);
+    if (plain(next, field) !== plain(base, field) && plain(next, field) !== plain(current, field))
+      fields.push(field);
   }
   return fields;
 }
@@ -348,6 +385,8 @@ function patchOf(spec: AlarmSpec, normal: Normal, fields: readonly string[]): Al
   for (const field of fields) {
     if (field === 'at') patch.at = spec.at;
     else if (field === 'cron') patch.cron = spec.cron;
+    else if (field === 'rrule') patch.rrule = spec.rrule;
+    else if (field === 'expiresAfterSeconds') patch.expiresAfterSeconds = normal.expiresAfterSeconds ?? 0;
     else if (field === 'payload') patch.payload = spec.payload ?? new RawJson('{}');
     else if (field === 'timezone') patch.timezone = normal.timezone;
     else if (field === 'label') patch.label = normal.label;
@@ -355,6 +394,11 @@ function patchOf(spec: AlarmSpec, normal: Normal, fields: readonly string[]): Al
     else if (field === 'wakeMessage') patch.wakeMessage = normal.wakeMessage;
     else if (field === 'maxFailures') patch.maxFailures = normal.maxFailures;
     else if (field === 'requireAck') patch.requireAck = normal.requireAck;
+  }
+  if (patch.cron !== undefined || patch.rrule !== undefined) {
+    patch.startsAt = spec.startsAt;
+    patch.endsAt = spec.endsAt;
+    patch.jitterSeconds = spec.jitterSeconds;
   }
   return patch;
 }

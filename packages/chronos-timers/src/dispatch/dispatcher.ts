@@ -45,7 +45,7 @@ import {
   tracingOn,
   type Span,
 } from '../tracing.js';
-import { decideOutcome } from './outcome.js';
+import { decideOutcome, isExpired } from './outcome.js';
 import { LogLimiter } from './log-limiter.js';
 import { Loop } from './loop.js';
 import type { RetryPolicy } from './retry-policy.js';
@@ -105,7 +105,7 @@ interface Attempt {
   startedAt: Date;
   latenessMs: number;
   span: Span | null;
-  delivery: Delivery | 'coalesced' | Promise<Delivery>;
+  delivery: Delivery | 'coalesced' | 'expired' | Promise<Delivery>;
 }
 
 /** The `done` of a delivery that ended as it started. */
@@ -560,6 +560,10 @@ export class Dispatcher {
     flight.startedAt = startedAt;
     flight.latenessMs = latenessMs;
     if (claim.coalesced) return { startedPerf, startedAt, latenessMs, span: null, delivery: 'coalesced' };
+    // Claimed past its deadline (the claim's now(), the database clock): never sent (contract §3a).
+    if (isExpired(claim.alarm, claim.dbNow)) {
+      return { startedPerf, startedAt, latenessMs, span: null, delivery: 'expired' };
+    }
     // A child of the span that created the alarm: one trace from the request to the webhook.
     const span = tracing
       ? startSpan(
@@ -596,9 +600,9 @@ export class Dispatcher {
   }
 
   /** Ends one delivery with its answer: its outcome, or null when it was released meanwhile (stop). */
-  #finish(flight: InFlight, attempt: Attempt, delivery: Delivery | 'coalesced'): Outcome | null {
+  #finish(flight: InFlight, attempt: Attempt, delivery: Delivery | 'coalesced' | 'expired'): Outcome | null {
     const { startedPerf, startedAt, latenessMs, span } = attempt;
-    if (delivery !== 'coalesced') {
+    if (delivery !== 'coalesced' && delivery !== 'expired') {
       this.#metrics?.attemptSeconds.observe(
         { receiver: this.#receiver.name },
         (performance.now() - startedPerf) / 1000,

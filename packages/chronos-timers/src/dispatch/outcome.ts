@@ -2,8 +2,9 @@
  * What a delivery's result does to its alarm: pure, with `now` (the database clock's estimate)
  * and the random source passed in.
  *
- * - delivered: a once alarm becomes `fired`; a cron alarm advances to its first occurrence
- *   after now (no catching up) with `failure_count` reset.
+ * - delivered: a once alarm becomes `fired`; a cron or rrule alarm advances to its first
+ *   occurrence after now (no catching up, jitter applied) with `failure_count` reset, or becomes
+ *   `fired` when none is left (COUNT, UNTIL, past `ends_at`).
  * - a retryable failure below the ceiling: `failure_count` + 1, `last_error`, due again after a
  *   backoff; the occurrence (and its wake) stay the same.
  * - an unreachable target (no connection at all: an outage): due again after a backoff with
@@ -11,6 +12,9 @@
  * - at the ceiling, or not retryable: a once alarm becomes `failed`; a cron alarm skips this
  *   occurrence and advances (skip-and-advance), staying `active`.
  * - coalesced (an unacknowledged wake absorbed the fire): the alarm advances as if delivered.
+ * - expired (contract §3a: claimed past its deadline, due + `expires_after_seconds`): nothing is
+ *   sent; a once alarm becomes `expired`, a recurring one skips the occurrence and advances. A
+ *   retry that would start past the deadline expires the occurrence at once.
  */
 import { nextOccurrence } from '../schedule/next-occurrence.js';
 import type { Claim, Outcome } from '../store/claims.js';
@@ -33,26 +37,40 @@ interface After {
   failureCount: number;
 }
 
+/** The instant after which the occurrence in hand is given up, or null when it never is. */
+export function expiryDeadline(
+  alarm: Pick<ClaimedAlarm, 'scheduledFor' | 'expiresAfterSeconds' | 'trigger'>,
+): Date | null {
+  // A manual fire is an operator's explicit "now": it is delivered whenever it is claimed.
+  if (!alarm.expiresAfterSeconds || alarm.trigger === 'manual') return null;
+  return new Date(alarm.scheduledFor.getTime() + alarm.expiresAfterSeconds * 1000);
+}
+
+/** True when a claim made at `now` is past its occurrence's deadline: it must not be delivered. */
+export function isExpired(
+  alarm: Pick<ClaimedAlarm, 'scheduledFor' | 'expiresAfterSeconds' | 'trigger'>,
+  now: Date,
+): boolean {
+  const deadline = expiryDeadline(alarm);
+  return deadline !== null && now.getTime() > deadline.getTime();
+}
+
 export function decideOutcome(
   claim: Claim<ClaimedAlarm>,
-  delivery: Delivery | 'coalesced',
+  delivery: Delivery | 'coalesced' | 'expired',
   times: OutcomeTimes,
   policy: RetryPolicy,
   random: () => number = Math.random,
 ): Outcome {
   const { alarm } = claim;
-  const statusCode = delivery !== 'coalesced' ? (delivery.statusCode ?? null) : null;
   if (delivery === 'coalesced') {
-    return outcome(
-      claim,
-      times,
-      statusCode,
-      'coalesced',
-      advance(alarm, times),
-      alarm.lastError,
-      times.startedAt,
-    );
+    return outcome(claim, times, null, 'coalesced', advance(alarm, times), alarm.lastError, times.startedAt);
   }
+  if (delivery === 'expired') {
+    const after = alarm.kind === 'once' ? stay(alarm, 'expired', alarm.failureCount) : advance(alarm, times);
+    return outcome(claim, times, null, 'expired', after, alarm.lastError, null);
+  }
+  const statusCode = delivery.statusCode ?? null;
   if (delivery.ok) {
     const after = alarm.kind === 'once' ? stay(alarm, 'fired', alarm.failureCount) : advance(alarm, times);
     return outcome(claim, times, statusCode, 'delivered', after, alarm.lastError, times.startedAt);
@@ -72,6 +90,12 @@ export function decideOutcome(
       delivery.retryAfterMs,
     );
     const retryAt = new Date(times.finishedAt.getTime() + delay);
+    const deadline = expiryDeadline(alarm);
+    if (deadline !== null && retryAt.getTime() > deadline.getTime()) {
+      // No attempt may start past the deadline: the occurrence is given up now.
+      const after = alarm.kind === 'once' ? stay(alarm, 'expired', failureCount) : advance(alarm, times);
+      return outcome(claim, times, statusCode, 'expired', after, lastError, null);
+    }
     const after: After = {
       status: 'active',
       nextFireAt: retryAt,
@@ -90,6 +114,8 @@ export function decideOutcome(
  */
 function advance(alarm: ClaimedAlarm, times: OutcomeTimes): After {
   const next = alarm.heldOccurrence ?? nextOccurrence(alarm, times.finishedAt);
+  // None left (COUNT, UNTIL, ends_at): the alarm is done, as a one-shot is once delivered.
+  if (next === null) return stay(alarm, 'fired', 0);
   return { status: alarm.status, nextFireAt: next, scheduledFor: next, failureCount: 0 };
 }
 

@@ -32,7 +32,7 @@ import { Cron } from 'croner';
 import { invalidInput } from '../errors.js';
 import { looksLikeProse, suggestCron } from './cron-prose.js';
 import { formatDuration, MAX_IN_SECONDS, parseDuration } from './duration.js';
-import { assertTimeZone, zoneOffsetMs } from './time-zone.js';
+import { assertTimeZone, wallClockToInstant, zoneOffsetMs } from './time-zone.js';
 
 export interface CronSchedule {
   /** The expression as stored: whitespace collapsed, descriptors in lower case. */
@@ -61,8 +61,6 @@ const DESCRIPTORS: Record<string, string> = {
 const MIN_EVERY_MS = 1_000;
 /** The same ceiling as `in_seconds`. */
 const MAX_EVERY_MS = MAX_IN_SECONDS * 1000;
-
-const DAY_MS = 86_400_000;
 
 /** Parses `expr` for `timeZone`, or throws `invalid_input` on path `cron` (or `timezone`). */
 export function parseCron(expr: unknown, timeZone: string): CronSchedule {
@@ -215,35 +213,4 @@ function fieldCountHint(count: number): string {
   }
   if (count === 7) return 'it has 7 fields; Chronos takes neither a seconds nor a year field';
   return `it has ${count} field${count === 1 ? '' : 's'}: minute hour day-of-month month day-of-week`;
-}
-
-/**
- * The instant at which local wall-clock time `wallMs` (as if UTC) fires in `timeZone`: the only
- * instant that reads so; the first of two in a fall back; the end of the gap in a spring forward.
- * Never decreasing in `wallMs`, which `next` relies on.
- */
-function wallClockToInstant(wallMs: number, timeZone: string): number {
-  if (timeZone === 'UTC') return wallMs;
-  // One transition at most within a day either side, which holds for every zone in use.
-  const offsets = new Set([
-    zoneOffsetMs(wallMs - DAY_MS, timeZone),
-    zoneOffsetMs(wallMs, timeZone),
-    zoneOffsetMs(wallMs + DAY_MS, timeZone),
-  ]);
-  const readsAsWall = [...offsets]
-    .map((offset) => wallMs - offset)
-    .filter((instant) => instant + zoneOffsetMs(instant, timeZone) === wallMs);
-  if (readsAsWall.length > 0) return Math.min(...readsAsWall);
-
-  // A gap: find the transition, the first instant whose wall clock reads later than `wallMs`.
-  let low = wallMs - Math.max(...offsets);
-  let high = wallMs - Math.min(...offsets);
-  const readsLater = (instant: number) => instant + zoneOffsetMs(instant, timeZone) > wallMs;
-  if (readsLater(low) || !readsLater(high)) return high;
-  while (high - low > 1) {
-    const middle = Math.floor((low + high) / 2);
-    if (readsLater(middle)) high = middle;
-    else low = middle;
-  }
-  return high;
 }

@@ -24,7 +24,7 @@ describe('resolveSchedule: exactly one of at, in_seconds and cron', () => {
     const error = errorOf(() => resolveSchedule(input, now));
     expect(error.code).toBe('invalid_input');
     expect(error.message).toBe(
-      `body: expected exactly one of "at", "inSeconds" or "cron", got ${got}; send exactly one`,
+      `body: expected exactly one of "at", "inSeconds", "cron" or "rrule", got ${got}; send exactly one`,
     );
     expect(error.errors).toEqual([{ path: '', message: error.message }]);
   });

@@ -12,6 +12,8 @@
 import { ChronosError, describeValue, invalidInput, oneOfMessage } from '../errors.js';
 import { minIntervalMs, parseCron } from './cron.js';
 import { formatDuration, MAX_IN_SECONDS } from './duration.js';
+import { dueAt, occurrenceAfter, type RecurrenceFields } from './next-occurrence.js';
+import { compileRrule } from './rrule.js';
 import { assertTimeZone, formatLocal } from './time-zone.js';
 
 /** A schedule as the core names its fields (each door names them its own way). */
@@ -19,17 +21,29 @@ export interface ScheduleInput {
   at?: unknown;
   inSeconds?: unknown;
   cron?: unknown;
+  rrule?: unknown;
   timezone?: unknown;
+  startsAt?: unknown;
+  endsAt?: unknown;
+  jitterSeconds?: unknown;
 }
 
 export interface ResolvedSchedule {
-  kind: 'once' | 'cron';
+  kind: 'once' | 'cron' | 'rrule';
   /** The `at` (or `now + in_seconds`) instant for `once`; null for `cron`. */
   fireAt: Date | null;
   /** The normalised expression for `cron`; `''` for `once`. */
   cronExpr: string;
   timezone: string;
+  /** The first occurrence, without jitter (the store adds it once the alarm has its id). */
   nextFireAt: Date;
+  /** The rule as stored, for `rrule` (each of these is absent when not set). */
+  rrule?: string;
+  /** The rule's DTSTART: `startsAt`, else `now` to the whole second. */
+  rruleStart?: Date;
+  startsAt?: Date;
+  endsAt?: Date;
+  jitterSeconds?: number;
 }
 
 export interface ResolveOptions {
@@ -56,7 +70,8 @@ export function resolveSchedule(
   options: ResolveOptions = {},
 ): ResolvedSchedule {
   // Counted without an array: this runs for every timer of a batch.
-  const count = Number(has(input.at)) + Number(has(input.inSeconds)) + Number(has(input.cron));
+  const count =
+    Number(has(input.at)) + Number(has(input.inSeconds)) + Number(has(input.cron)) + Number(has(input.rrule));
   // Refusals are spelt by functions of their own: this one, run for every timer of a batch, stays
   // small, and no closure of its keeps `input` on the heap at every call.
   if (count !== 1) throw notOneSchedule(input);
@@ -64,6 +79,12 @@ export function resolveSchedule(
     input.timezone === undefined || input.timezone === null
       ? 'UTC'
       : assertTimeZone(input.timezone, 'timezone');
+
+  if (!has(input.cron) && !has(input.rrule)) {
+    for (const field of ['startsAt', 'endsAt', 'jitterSeconds'] as const) {
+      if (has(input[field])) throw recurringOnly(field, input[field]);
+    }
+  }
 
   if (has(input.at)) {
     const at = parseAt(input.at);
@@ -94,30 +115,178 @@ export function resolveSchedule(
     return { kind: 'once', fireAt, cronExpr: '', timezone, nextFireAt: fireAt };
   }
 
-  const schedule = parseCron(input.cron, timezone);
-  const minimumMs = options.minCronIntervalMs ?? 0;
-  if (minimumMs > 0) {
-    const intervalMs = minIntervalMs(schedule, now);
-    if (intervalMs < minimumMs) {
+  return resolveRecurring(input, timezone, now, options);
+}
+
+/** A cron or rrule schedule with its window and jitter, checked (see resolveSchedule). */
+function resolveRecurring(
+  input: ScheduleInput,
+  timezone: string,
+  now: Date,
+  options: ResolveOptions,
+): ResolvedSchedule {
+  const toleranceMs = options.pastToleranceMs ?? 60_000;
+  const startsAt = has(input.startsAt) ? parseAt(input.startsAt, 'startsAt') : undefined;
+  const endsAt = has(input.endsAt) ? parseAt(input.endsAt, 'endsAt') : undefined;
+  if (endsAt !== undefined) {
+    if (startsAt !== undefined && endsAt.getTime() <= startsAt.getTime()) {
+      throw invalidInput('endsAt', `a time after starts_at (${startsAt.toISOString()})`, input.endsAt);
+    }
+    if (Number.isFinite(toleranceMs) && now.getTime() - endsAt.getTime() > toleranceMs) {
       throw invalidInput(
-        'cron',
-        `a schedule that fires at most once every ${formatDuration(minimumMs)}`,
-        input.cron,
-        `this one fires as often as every ${formatDuration(intervalMs)}; the operator sets that minimum with CHRONOS_MIN_CRON_INTERVAL`,
+        'endsAt',
+        'a time in the future (the window would already be over)',
+        input.endsAt,
+        `server time is ${now.toISOString()}; check the time zone offset`,
       );
     }
   }
-  return {
-    kind: 'cron',
+  const jitterSeconds = has(input.jitterSeconds) ? (input.jitterSeconds as number) : undefined;
+  const minimumMs = options.minCronIntervalMs ?? 0;
+
+  let fields: Omit<RecurrenceFields, 'id' | 'scheduledFor'>;
+  let first: Date | null;
+  let field: 'cron' | 'rrule';
+  if (has(input.rrule)) {
+    field = 'rrule';
+    const start = startsAt ?? new Date(Math.floor(now.getTime() / 1000) * 1000);
+    const schedule = compileRrule(input.rrule, timezone, start);
+    fields = {
+      kind: 'rrule',
+      cronExpr: '',
+      rrule: schedule.parsed.text,
+      rruleStart: start,
+      timezone,
+      startsAt,
+      endsAt,
+    };
+    // The creation instant to the whole second is the DTSTART: an occurrence when it matches the
+    // rule (due at once), though it is up to a second before now. A given starts_at in the past
+    // is not caught up on: its first occurrence is the first after now.
+    const from = startsAt === undefined ? start.getTime() - 1 : Math.max(now.getTime(), start.getTime() - 1);
+    first = occurrenceAfter(fields, new Date(from));
+    // A batch of one rule shares its start (now): its first 1,000 occurrences are read once.
+    const gapKey = `${timezone}\u0000${start.getTime()}\u0000${fields.rrule}\u0000${endsAt?.getTime() ?? ''}`;
+    let sample = sampleCache.get(gapKey);
+    if (sample === undefined) {
+      sample = firstOccurrences(fields, first, 1_000);
+      if (sampleCache.size > 100) sampleCache.clear();
+      sampleCache.set(gapKey, sample);
+    }
+    const gap = smallestGap(sample);
+    if (minimumMs > 0 && gap < minimumMs) {
+      throw invalidInput(
+        'rrule',
+        `a rule that fires at most once every ${formatDuration(minimumMs)}`,
+        input.rrule,
+        `${gapHint(schedule.parsed.freq, sample)}; the operator sets that minimum with CHRONOS_MIN_CRON_INTERVAL`,
+      );
+    }
+    if (jitterSeconds !== undefined) checkJitter(jitterSeconds, gap);
+  } else {
+    field = 'cron';
+    const schedule = parseCron(input.cron, timezone);
+    if (minimumMs > 0) {
+      const intervalMs = minIntervalMs(schedule, now);
+      if (intervalMs < minimumMs) {
+        throw invalidInput(
+          'cron',
+          `a schedule that fires at most once every ${formatDuration(minimumMs)}`,
+          input.cron,
+          `this one fires as often as every ${formatDuration(intervalMs)}; the operator sets that minimum with CHRONOS_MIN_CRON_INTERVAL`,
+        );
+      }
+    }
+    fields = { kind: 'cron', cronExpr: schedule.expr, timezone, startsAt, endsAt };
+    const anchor = startsAt ?? options.anchor;
+    first = occurrenceAfter(fields, now, anchor);
+    if (jitterSeconds !== undefined) {
+      checkJitter(
+        jitterSeconds,
+        smallestGap(firstOccurrences(fields, first, 1_000, anchor ?? first ?? undefined)),
+      );
+    }
+  }
+  if (first === null) {
+    throw invalidInput(
+      endsAt !== undefined ? 'endsAt' : field,
+      endsAt !== undefined
+        ? `a time after the schedule's first occurrence`
+        : 'a schedule with an occurrence still to come',
+      endsAt !== undefined ? input.endsAt : input[field],
+      endsAt !== undefined
+        ? `no occurrence of the ${field} falls between ${(startsAt ?? now).toISOString()} and ${endsAt.toISOString()}`
+        : 'its last occurrence (COUNT or UNTIL) is already past',
+    );
+  }
+  const resolved: ResolvedSchedule = {
+    kind: fields.kind as 'cron' | 'rrule',
     fireAt: null,
-    cronExpr: schedule.expr,
+    cronExpr: fields.cronExpr,
     timezone,
-    nextFireAt: schedule.next(now, options.anchor),
+    nextFireAt: first,
   };
+  if (fields.rrule !== undefined) resolved.rrule = fields.rrule;
+  if (fields.rruleStart) resolved.rruleStart = fields.rruleStart;
+  if (startsAt !== undefined) resolved.startsAt = startsAt;
+  if (endsAt !== undefined) resolved.endsAt = endsAt;
+  if (jitterSeconds !== undefined) resolved.jitterSeconds = jitterSeconds;
+  return resolved;
+}
+
+const sampleCache = new Map<string, Date[]>();
+
+/** Up to `n` raw occurrences from `first` on. */
+function firstOccurrences(
+  fields: Omit<RecurrenceFields, 'id' | 'scheduledFor'>,
+  first: Date | null,
+  n: number,
+  anchor?: Date,
+): Date[] {
+  const out: Date[] = [];
+  for (let at = first; at !== null && out.length < n; at = occurrenceAfter(fields, at, anchor)) out.push(at);
+  return out;
+}
+
+function smallestGap(times: readonly Date[]): number {
+  let smallest = Number.POSITIVE_INFINITY;
+  for (let i = 1; i < times.length; i++) {
+    smallest = Math.min(smallest, times[i]!.getTime() - times[i - 1]!.getTime());
+  }
+  return smallest;
+}
+
+function gapHint(freq: string, sample: readonly Date[]): string {
+  let at = 1;
+  for (let i = 2; i < sample.length; i++) {
+    if (sample[i]!.getTime() - sample[i - 1]!.getTime() < sample[at]!.getTime() - sample[at - 1]!.getTime())
+      at = i;
+  }
+  const gap = sample[at]!.getTime() - sample[at - 1]!.getTime();
+  const parts =
+    freq === 'MINUTELY'
+      ? 'FREQ=MINUTELY with a larger INTERVAL, or BYMINUTE'
+      : 'BYHOUR, BYMINUTE and BYSECOND';
+  return `it fires ${sample[at - 1]!.toISOString()} and again ${formatDuration(gap)} later; check ${parts}`;
+}
+
+function checkJitter(jitterSeconds: number, gapMs: number): void {
+  if (Number.isFinite(gapMs) && jitterSeconds * 1000 >= gapMs) {
+    throw invalidInput(
+      'jitterSeconds',
+      `fewer seconds than the shortest gap between two occurrences (${formatDuration(gapMs)})`,
+      jitterSeconds,
+      'jitter only spreads an occurrence within its own gap; use a smaller value',
+    );
+  }
+}
+
+function recurringOnly(field: 'startsAt' | 'endsAt' | 'jitterSeconds', value: unknown): ChronosError {
+  return invalidInput(field, 'no value for a one-shot alarm (it is for "cron" and "rrule" only)', value);
 }
 
 function notOneSchedule(input: ScheduleInput): ChronosError {
-  const names = ['at', 'inSeconds', 'cron'] as const;
+  const names = ['at', 'inSeconds', 'cron', 'rrule'] as const;
   const message = oneOfMessage(
     'body',
     names,
@@ -134,19 +303,35 @@ function inThePast(at: unknown, lateMs: number, now: Date): ChronosError {
   return new ChronosError('invalid_input', message, { errors: [{ path: 'at', message }] });
 }
 
+/** What the fire times of a schedule are made from: its columns, and the alarm's id for jitter. */
+export type FireTimesOf = Pick<ResolvedSchedule, 'kind' | 'cronExpr' | 'timezone' | 'nextFireAt'> &
+  Partial<Pick<RecurrenceFields, 'id' | 'rrule' | 'rruleStart' | 'startsAt' | 'endsAt' | 'jitterSeconds'>>;
+
 /**
- * The fire times from `nextFireAt` on, in order, without end for a cron schedule (one for
- * `once`). `@every` is anchored on `nextFireAt`. Take what you need and stop.
+ * The due instants from `nextFireAt` on, in order, until the schedule ends (one for `once`).
+ * `@every` is anchored on `nextFireAt`. Each is the occurrence with its jitter (given the id).
+ * Take what you need and stop.
  */
-export function* fireTimes(
-  schedule: Pick<ResolvedSchedule, 'kind' | 'cronExpr' | 'timezone' | 'nextFireAt'>,
-): Generator<Date, void, undefined> {
+export function* fireTimes(schedule: FireTimesOf): Generator<Date, void, undefined> {
   yield schedule.nextFireAt;
   if (schedule.kind === 'once') return;
-  const cron = parseCron(schedule.cronExpr, schedule.timezone);
-  for (let last = schedule.nextFireAt; ;) {
-    last = cron.next(last, schedule.nextFireAt);
-    yield last;
+  const fields = {
+    kind: schedule.kind,
+    cronExpr: schedule.cronExpr,
+    timezone: schedule.timezone,
+    rrule: schedule.rrule,
+    rruleStart: schedule.rruleStart ?? null,
+    startsAt: schedule.startsAt ?? null,
+    endsAt: schedule.endsAt ?? null,
+  };
+  const id = schedule.id ?? '';
+  // The jitter is less than the gap to the next occurrence: the next one follows the due instant.
+  for (let last: Date | null = schedule.nextFireAt; ;) {
+    last = occurrenceAfter(fields, last, schedule.nextFireAt);
+    if (last === null) return;
+    const due = dueAt({ id, jitterSeconds: schedule.jitterSeconds }, last);
+    yield due;
+    last = due;
   }
 }
 
@@ -154,10 +339,7 @@ export function* fireTimes(
  * The next `count` fire times from `nextFireAt` on (one for `once`), in UTC and in the schedule's
  * zone. `@every` is anchored on `nextFireAt`.
  */
-export function nextFires(
-  schedule: Pick<ResolvedSchedule, 'kind' | 'cronExpr' | 'timezone' | 'nextFireAt'>,
-  count = 3,
-): { utc: string; local: string }[] {
+export function nextFires(schedule: FireTimesOf, count = 3): { utc: string; local: string }[] {
   const fires: { utc: string; local: string }[] = [];
   if (count < 1) return fires;
   for (const instant of fireTimes(schedule)) {
@@ -167,19 +349,19 @@ export function nextFires(
   return fires;
 }
 
-function parseAt(value: unknown): Date {
+function parseAt(value: unknown, path = 'at'): Date {
   if (value instanceof Date) {
-    if (Number.isNaN(value.getTime())) throw invalidInput('at', AT_EXPECTED, value);
+    if (Number.isNaN(value.getTime())) throw invalidInput(path, AT_EXPECTED, value);
     return new Date(value.getTime());
   }
-  return parseAtText(value);
+  return parseAtText(value, path);
 }
 
 /** An `at` given as text (RFC 3339): apart from `parseAt`, which a batch of Dates runs small. */
-function parseAtText(value: unknown): Date {
-  if (typeof value !== 'string') throw invalidInput('at', AT_EXPECTED, value);
+function parseAtText(value: unknown, path: string): Date {
+  if (typeof value !== 'string') throw invalidInput(path, AT_EXPECTED, value);
   const match = RFC3339.exec(value);
-  if (match === null) throw invalidInput('at', AT_EXPECTED, value, atHint(value));
+  if (match === null) throw invalidInput(path, AT_EXPECTED, value, atHint(value));
   const [, year, month, day, hour, minute, second, fraction = '', zulu, sign, offsetHours, offsetMinutes] =
     match;
   const y = Number(year);
@@ -201,7 +383,7 @@ function parseAtText(value: unknown): Date {
     oh > 23 ||
     om > 59
   ) {
-    throw invalidInput('at', AT_EXPECTED, value, 'that date or time does not exist');
+    throw invalidInput(path, AT_EXPECTED, value, 'that date or time does not exist');
   }
   // Round sub-millisecond fractions up: an alarm must never fire before its time.
   const ms = Number(fraction.slice(0, 3).padEnd(3, '0')) + (/[1-9]/.test(fraction.slice(3)) ? 1 : 0);

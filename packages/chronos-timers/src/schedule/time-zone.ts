@@ -287,3 +287,36 @@ function mod(a: number, b: number): number {
 function pad(n: number, width: number): string {
   return String(n).padStart(width, '0');
 }
+
+const DAY_MS = 86_400_000;
+
+/**
+ * The instant at which local wall-clock time `wallMs` (as if UTC) fires in `timeZone`: the only
+ * instant that reads so; the first of two in a fall back; the end of the gap in a spring forward.
+ * Never decreasing in `wallMs`, which `next` relies on.
+ */
+export function wallClockToInstant(wallMs: number, timeZone: string): number {
+  if (timeZone === 'UTC') return wallMs;
+  // One transition at most within a day either side, which holds for every zone in use.
+  const offsets = new Set([
+    zoneOffsetMs(wallMs - DAY_MS, timeZone),
+    zoneOffsetMs(wallMs, timeZone),
+    zoneOffsetMs(wallMs + DAY_MS, timeZone),
+  ]);
+  const readsAsWall = [...offsets]
+    .map((offset) => wallMs - offset)
+    .filter((instant) => instant + zoneOffsetMs(instant, timeZone) === wallMs);
+  if (readsAsWall.length > 0) return Math.min(...readsAsWall);
+
+  // A gap: find the transition, the first instant whose wall clock reads later than `wallMs`.
+  let low = wallMs - Math.max(...offsets);
+  let high = wallMs - Math.min(...offsets);
+  const readsLater = (instant: number) => instant + zoneOffsetMs(instant, timeZone) > wallMs;
+  if (readsLater(low) || !readsLater(high)) return high;
+  while (high - low > 1) {
+    const middle = Math.floor((low + high) / 2);
+    if (readsLater(middle)) high = middle;
+    else low = middle;
+  }
+  return high;
+}

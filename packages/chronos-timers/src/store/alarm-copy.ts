@@ -5,7 +5,7 @@
  */
 import { RawJson } from '../json.js';
 import { pairKey, type Alarm, type AlarmSource } from '../types.js';
-import { alarmsGetByKeys, writtenAlarm, type NewAlarm } from './alarms.js';
+import { alarmsGetByKeys, recurrenceExtra, writtenAlarm, type NewAlarm } from './alarms.js';
 import type { CopyIn } from './driver/copy-in.js';
 import { CopyRows } from './driver/copy-rows.js';
 import { arrayLiteral, sql, textElement, type Executor } from './driver/db.js';
@@ -98,6 +98,19 @@ function copyPart(
  */
 const SEND_BYTES = 64 * 1024;
 
+// After a copy of alarms with §3a columns (contract §3a), those columns, in the copy's transaction:
+// no other session sees the rows before it commits.
+const copiedExtrasUpdate = sql(
+  'alarms_copied_extras',
+  `UPDATE chronos.alarms a SET rrule = coalesce(e.x ->> 1, ''),
+     rrule_start = timestamptz 'epoch' + (e.x ->> 2)::int8 * interval '1 millisecond',
+     starts_at = timestamptz 'epoch' + (e.x ->> 3)::int8 * interval '1 millisecond',
+     ends_at = timestamptz 'epoch' + (e.x ->> 4)::int8 * interval '1 millisecond',
+     jitter_seconds = coalesce((e.x ->> 5)::int, 0), expires_after_seconds = coalesce((e.x ->> 6)::int, 0)
+   FROM jsonb_array_elements($1::jsonb) AS e(x)
+   WHERE a.id = (e.x ->> 0)::uuid`,
+);
+
 // After a copy: the time the rows were written (the transaction's), and one notification per
 // queue whose earliest new alarm falls due within $3 ms.
 const afterCopy = sql(
@@ -138,6 +151,8 @@ export async function copyParts(
   let payload: RawJson | undefined;
   // Each queue's earliest new fire time, for the notification.
   const earliest = new Map<string, number>();
+  // The §3a columns of copied alarms that have them, written once the copy is done.
+  const copiedExtras: { id: string; extra: NonNullable<ReturnType<typeof recurrenceExtra>> }[] = [];
   try {
     for (let k = 0; k < parts && !copy.refused; k++) {
       const alarms = part(k);
@@ -146,7 +161,16 @@ export async function copyParts(
         return { written: [] };
       }
       const { ids, bytes } = newRowIds(alarms.length, Date.now(), { literal: false, bytes: true });
+      alarms.forEach((a, i) => {
+        if (a.id === undefined) return;
+        ids[i] = a.id;
+        Buffer.from(a.id.replace(/-/g, ''), 'hex').copy(bytes!, i * 16);
+      });
       copyPart(rows, alarms, bytes!, source, send);
+      alarms.forEach((a, i) => {
+        const extra = recurrenceExtra(a);
+        if (extra !== null) copiedExtras.push({ id: ids[i]!, extra });
+      });
       if (k === parts - 1) rows.trailer();
       send();
       for (let i = 0; i < alarms.length; i++) {
@@ -172,6 +196,9 @@ export async function copyParts(
     throw error;
   }
   await copy.end();
+  if (copiedExtras.length > 0) {
+    await ex.query(copiedExtrasUpdate, [JSON.stringify(copiedExtras.map(({ id, extra }) => [id, ...extra]))]);
+  }
   const [after] = await ex.query<{ created_at: Date }>(afterCopy, [
     arrayLiteral([...earliest.keys()], textElement),
     arrayLiteral([...earliest.values()], String),

@@ -6,7 +6,14 @@
  */
 import { RawJson } from '../json.js';
 import { pairKey, type Alarm, type AlarmSource } from '../types.js';
-import { alarmsGetByKeys, LIVE, underOwnerLock, writtenAlarm, type NewAlarm } from './alarms.js';
+import {
+  alarmsGetByKeys,
+  LIVE,
+  recurrenceExtra,
+  underOwnerLock,
+  writtenAlarm,
+  type NewAlarm,
+} from './alarms.js';
 import { copyParts, COPY_ALARMS } from './alarm-copy.js';
 import { arrayLiteral, sql, sqlState, textElement, type Executor, type Statement } from './driver/db.js';
 import { newRowIds } from './driver/row-id.js';
@@ -57,7 +64,7 @@ const insertManyText = (written: string, returning: string, onConflict: string) 
    ), ins AS (
      INSERT INTO chronos.alarms (id, owner_did, user_id, label, kind, fire_at, cron_expr, timezone, next_fire_at,
        scheduled_for, conversation_id, wake_message, payload, idempotency_key, max_failures, require_ack, source, queue,
-       traceparent)
+       traceparent, rrule, rrule_start, starts_at, ends_at, jitter_seconds, expires_after_seconds)
      SELECT u.id, CASE WHEN cardinality($2::text[]) = 1 THEN ($2::text[])[1] ELSE u.owner_did END, CASE WHEN cardinality($3::text[]) = 1 THEN ($3::text[])[1] ELSE u.user_id END,
        CASE WHEN cardinality($4::text[]) = 1 THEN ($4::text[])[1] ELSE u.label END, CASE WHEN cardinality($5::text[]) = 1 THEN ($5::text[])[1] ELSE u.kind END,
        timestamptz 'epoch' + (CASE cardinality($6::int8[]) WHEN 0 THEN (CASE WHEN cardinality($9::int8[]) = 1 THEN ($9::int8[])[1] ELSE u.next_ms END) WHEN 1 THEN ($6::int8[])[1] ELSE u.fire_ms END) * interval '1 millisecond',
@@ -67,14 +74,19 @@ const insertManyText = (written: string, returning: string, onConflict: string) 
        CASE WHEN cardinality($10::text[]) = 1 THEN ($10::text[])[1] ELSE u.conversation_id END, CASE WHEN cardinality($11::text[]) = 1 THEN ($11::text[])[1] ELSE u.wake_message END,
        CASE WHEN jsonb_array_length($12::jsonb) = 1 THEN $12::jsonb -> 0 ELSE u.payload END, CASE WHEN cardinality($13::text[]) = 1 THEN ($13::text[])[1] ELSE u.idempotency_key END,
        CASE WHEN cardinality($14::int[]) = 1 THEN ($14::int[])[1] ELSE u.max_failures END, CASE WHEN cardinality($15::bool[]) = 1 THEN ($15::bool[])[1] ELSE u.require_ack END, $17,
-       CASE WHEN cardinality($16::text[]) = 1 THEN ($16::text[])[1] ELSE u.queue END, CASE WHEN cardinality($23::text[]) = 1 THEN ($23::text[])[1] ELSE u.traceparent END
+       CASE WHEN cardinality($16::text[]) = 1 THEN ($16::text[])[1] ELSE u.queue END, CASE WHEN cardinality($23::text[]) = 1 THEN ($23::text[])[1] ELSE u.traceparent END,
+       coalesce(u.extra ->> 0, ''), timestamptz 'epoch' + (u.extra ->> 1)::int8 * interval '1 millisecond',
+       timestamptz 'epoch' + (u.extra ->> 2)::int8 * interval '1 millisecond',
+       timestamptz 'epoch' + (u.extra ->> 3)::int8 * interval '1 millisecond',
+       coalesce((u.extra ->> 4)::int, 0), coalesce((u.extra ->> 5)::int, 0)
      FROM ROWS FROM (unnest($1::uuid[]), unnest($2::text[]), unnest($3::text[]), unnest($4::text[]),
             unnest($5::text[]), unnest($6::int8[]), unnest($7::text[]), unnest($8::text[]), unnest($9::int8[]),
             unnest($10::text[]), unnest($11::text[]), jsonb_array_elements($12::jsonb), unnest($13::text[]),
-            unnest($14::int[]), unnest($15::bool[]), unnest($16::text[]), unnest($23::text[]))
+            unnest($14::int[]), unnest($15::bool[]), unnest($16::text[]), unnest($23::text[]),
+            jsonb_array_elements($24::jsonb))
           WITH ORDINALITY AS u(id, owner_did, user_id, label, kind, fire_ms, cron_expr, timezone, next_ms,
             conversation_id, wake_message, payload, idempotency_key, max_failures, require_ack, queue, traceparent,
-            ord),
+            extra, ord),
           quota
      WHERE ($20 = 0 OR quota.recent + $22 <= $20) AND ($21 = 0 OR quota.active + $22 <= $21)
      ORDER BY u.ord
@@ -355,7 +367,19 @@ function buildInsert(
   form: InsertForm = 'skip',
 ): Insert {
   const n = alarms.length;
-  const { ids, literal } = newRowIds(n);
+  const made = newRowIds(n);
+  const { ids } = made;
+  let literal = made.literal;
+  // An alarm whose due instant depends on its id (jitter) came with its id.
+  if (alarms.some((a) => a.id !== undefined)) {
+    alarms.forEach((a, i) => {
+      if (a.id !== undefined) ids[i] = a.id;
+    });
+    literal = `{${ids.join(',')}}`;
+  }
+  const extras = alarms.some((a) => recurrenceExtra(a) !== null)
+    ? JSON.stringify(alarms.map((a) => recurrenceExtra(a)))
+    : '[]';
   const text = (f: (a: NewAlarm) => string) => batchColumn(alarms, f, textElement);
   const params = [
     literal,
@@ -389,6 +413,7 @@ function buildInsert(
     quotas.maxActiveAlarms,
     n,
     text((a) => a.traceparent),
+    extras,
   ];
   const known = alarms.every((a) => a.storedPayload !== undefined);
   return { statement: (known ? insertManyKnown : insertMany)[form], known, params, ids };

@@ -36,7 +36,8 @@ export const dueChannel = (schema: string): string => channel(schema, 'due');
 
 const COLUMN_NAMES = `owner_did user_id label kind fire_at cron_expr timezone next_fire_at scheduled_for
   conversation_id wake_message status idempotency_key max_failures failure_count last_error claimed_at require_ack
-  source queue trigger held_occurrence traceparent created_at updated_at last_fired_at`.split(/\s+/);
+  source queue trigger held_occurrence traceparent created_at updated_at last_fired_at
+  rrule rrule_start starts_at ends_at jitter_seconds expires_after_seconds`.split(/\s+/);
 
 /** The columns an AlarmRow is read from, of the row aliased `alias` (or unaliased). */
 export function alarmColumns(alias = ''): string {
@@ -82,6 +83,12 @@ export interface AlarmRow {
   created_at: Date;
   updated_at: Date;
   last_fired_at: Date | null;
+  rrule: string;
+  rrule_start: Date | null;
+  starts_at: Date | null;
+  ends_at: Date | null;
+  jitter_seconds: number;
+  expires_after_seconds: number;
 }
 
 export function toAlarm(row: AlarmRow): Alarm {
@@ -114,6 +121,12 @@ export function toAlarm(row: AlarmRow): Alarm {
     createdAt: row.created_at,
     updatedAt: row.updated_at,
     lastFiredAt: row.last_fired_at,
+    rrule: row.rrule,
+    rruleStart: row.rrule_start,
+    startsAt: row.starts_at,
+    endsAt: row.ends_at,
+    jitterSeconds: row.jitter_seconds,
+    expiresAfterSeconds: row.expires_after_seconds,
   };
 }
 
@@ -124,9 +137,33 @@ export interface ScheduleColumns {
   cronExpr: string;
   timezone: string;
   nextFireAt: Date;
+  /** Contract §3a; each absent when not set. */
+  rrule?: string;
+  rruleStart?: Date;
+  startsAt?: Date;
+  endsAt?: Date;
+  jitterSeconds?: number;
+}
+
+/** The §3a columns of an alarm, or null when it has none (most alarms): one JSON array. */
+export function recurrenceExtra(
+  a: ScheduleColumns & { expiresAfterSeconds?: number },
+): [string, number | null, number | null, number | null, number, number] | null {
+  if (!a.rrule && !a.startsAt && !a.endsAt && !a.jitterSeconds && !a.expiresAfterSeconds) return null;
+  return [
+    a.rrule ?? '',
+    a.rruleStart?.getTime() ?? null,
+    a.startsAt?.getTime() ?? null,
+    a.endsAt?.getTime() ?? null,
+    a.jitterSeconds ?? 0,
+    a.expiresAfterSeconds ?? 0,
+  ];
 }
 
 export interface NewAlarm extends ScheduleColumns {
+  /** Made by the caller when the due instant depends on it (jitter); else made at the insert. */
+  id?: string;
+  expiresAfterSeconds?: number;
   ownerDid: string;
   userId: string;
   label: string;
@@ -229,6 +266,12 @@ export function writtenAlarm(
     createdAt,
     updatedAt: createdAt,
     lastFiredAt: null,
+    rrule: a.rrule ?? '',
+    rruleStart: a.rruleStart ?? null,
+    startsAt: a.startsAt ?? null,
+    endsAt: a.endsAt ?? null,
+    jitterSeconds: a.jitterSeconds ?? 0,
+    expiresAfterSeconds: a.expiresAfterSeconds ?? 0,
   };
 }
 
@@ -384,7 +427,7 @@ const resume = sql(
      next_fire_at = CASE WHEN trigger = 'manual' THEN next_fire_at ELSE $3 END,
      scheduled_for = CASE WHEN trigger = 'manual' THEN scheduled_for
                           WHEN kind = 'once' THEN coalesce(fire_at, $3) ELSE $3 END,
-     held_occurrence = CASE WHEN trigger = 'manual' AND kind = 'cron' THEN $3::timestamptz END,
+     held_occurrence = CASE WHEN trigger = 'manual' AND kind <> 'once' THEN $3::timestamptz END,
      updated_at = now()
    WHERE ${BY_REF.id} AND status = 'paused'
    RETURNING ${COLUMNS}, ${notifyIfSoon('$4')}`,
@@ -407,7 +450,7 @@ export function alarmsResume(
 const fire = sql(
   'alarms_fire',
   `UPDATE chronos.alarms SET trigger = 'manual', next_fire_at = now(), scheduled_for = now(),
-     held_occurrence = CASE WHEN kind = 'cron' AND status = 'active' AND trigger = 'schedule'
+     held_occurrence = CASE WHEN kind <> 'once' AND status = 'active' AND trigger = 'schedule'
                             THEN next_fire_at ELSE held_occurrence END,
      wake_id = NULL, claimed_at = NULL, lease_token = NULL, updated_at = now()
    WHERE ${BY_REF.id} AND status IN ('active', 'paused')
@@ -500,6 +543,7 @@ export interface AlarmChanges {
   idempotencyKey?: string;
   maxFailures?: number;
   requireAck?: boolean;
+  expiresAfterSeconds?: number;
 }
 
 // A new schedule replaces the occurrence in hand: the lease, the current wake and a pending manual
@@ -526,6 +570,15 @@ const RESCHEDULE_SET = `
   idempotency_key = coalesce($12, idempotency_key),
   max_failures = coalesce($13, max_failures),
   require_ack = coalesce($14, require_ack),
+  rrule = CASE WHEN $3::text IS NULL THEN rrule ELSE coalesce($16::jsonb ->> 0, '') END,
+  rrule_start = CASE WHEN $3::text IS NULL THEN rrule_start
+                     ELSE timestamptz 'epoch' + ($16::jsonb ->> 1)::int8 * interval '1 millisecond' END,
+  starts_at = CASE WHEN $3::text IS NULL THEN starts_at
+                   ELSE timestamptz 'epoch' + ($16::jsonb ->> 2)::int8 * interval '1 millisecond' END,
+  ends_at = CASE WHEN $3::text IS NULL THEN ends_at
+                 ELSE timestamptz 'epoch' + ($16::jsonb ->> 3)::int8 * interval '1 millisecond' END,
+  jitter_seconds = CASE WHEN $3::text IS NULL THEN jitter_seconds ELSE coalesce(($16::jsonb ->> 4)::int, 0) END,
+  expires_after_seconds = coalesce($17, expires_after_seconds),
   updated_at = now()`;
 
 const reschedule = byRef(
@@ -559,6 +612,8 @@ export async function alarmsReschedule(
       changes.maxFailures ?? null,
       changes.requireAck ?? null,
       notifyHorizonMs,
+      s === undefined ? null : JSON.stringify(recurrenceExtra(s) ?? ['', null, null, null, 0, 0]),
+      changes.expiresAfterSeconds ?? null,
     ]);
   } catch (error) {
     if (sqlState(error) === '23505') {
@@ -590,7 +645,7 @@ const pruneStatement = (name: string, scope: string) =>
     name,
     `WITH gone AS (
        SELECT id FROM chronos.alarms
-       WHERE status IN ('fired', 'cancelled', 'failed') AND updated_at < now() - $1::float8 * interval '1 millisecond'
+       WHERE status IN ('fired', 'cancelled', 'failed', 'expired') AND updated_at < now() - $1::float8 * interval '1 millisecond'
          ${scope}
        ORDER BY updated_at LIMIT $2
        FOR UPDATE SKIP LOCKED

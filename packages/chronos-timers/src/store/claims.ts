@@ -84,7 +84,7 @@ const claim = sql(
      RETURNING a.*
    ), fresh AS (
      SELECT c.id,
-       CASE WHEN c.kind = 'cron' AND c.require_ack AND c.trigger = 'schedule' THEN
+       CASE WHEN c.kind <> 'once' AND c.require_ack AND c.trigger = 'schedule' THEN
          CASE WHEN NOT EXISTS (SELECT 1 FROM chronos.wakes w WHERE w.id = c.wake_id) THEN
            (SELECT w.id FROM chronos.wakes w
             WHERE w.alarm_id = c.id AND w.status = 'delivered' AND w.escalated_at IS NULL
@@ -144,7 +144,11 @@ const CLAIMED = `a.id::text AS id, nullif(a.idempotency_key, '') AS idempotency_
      nullif(a.status, '${USUAL.status}') AS status, nullif(a.failure_count, 0) AS failure_count,
      nullif(a.max_failures, ${USUAL.maxFailures}) AS max_failures, nullif(a.last_error, '') AS last_error,
      nullif(a.trigger, '${USUAL.trigger}') AS trigger, ${ms('a.held_occurrence')} AS held_ms,
-     nullif(a.traceparent, '') AS traceparent, a.ctid::text AS row_ref, ${ms('now()')} AS db_now_ms`;
+     nullif(a.traceparent, '') AS traceparent, a.ctid::text AS row_ref, ${ms('now()')} AS db_now_ms,
+     CASE WHEN a.kind = 'rrule' OR a.starts_at IS NOT NULL OR a.ends_at IS NOT NULL OR a.jitter_seconds > 0
+            OR a.expires_after_seconds > 0
+          THEN json_build_array(a.rrule, ${ms('a.rrule_start')}, ${ms('a.starts_at')}, ${ms('a.ends_at')},
+            a.jitter_seconds, a.expires_after_seconds)::text END AS extra`;
 
 /**
  * The same claim with no wake history (a library worker's, `history: false`): the fire is kept on
@@ -222,6 +226,34 @@ interface UntrackedClaimRow {
   wake_id: string;
   attempts: number;
   db_now_ms: number;
+  /** The §3a columns as one JSON array, or null when the alarm has none (see `CLAIMED`). */
+  extra: string | null;
+}
+
+/** The §3a fields of a claimed alarm, from `CLAIMED`'s `extra`. */
+function extraFields(
+  text: string,
+): Pick<
+  ClaimedAlarm,
+  'rrule' | 'rruleStart' | 'startsAt' | 'endsAt' | 'jitterSeconds' | 'expiresAfterSeconds'
+> {
+  const [rrule, start, startsAt, endsAt, jitter, expires] = JSON.parse(text) as [
+    string,
+    number | null,
+    number | null,
+    number | null,
+    number,
+    number,
+  ];
+  const at = (ms: number | null) => (ms === null ? null : new Date(ms));
+  return {
+    rrule,
+    rruleStart: at(start),
+    startsAt: at(startsAt),
+    endsAt: at(endsAt),
+    jitterSeconds: jitter,
+    expiresAfterSeconds: expires,
+  };
 }
 
 /** A claim without history, from its row (see `CLAIMED`) and the token its claim leased it under. */
@@ -243,6 +275,7 @@ function untrackedClaim(row: UntrackedClaimRow, leaseToken: string): Claim<Claim
       trigger: row.trigger ?? USUAL.trigger,
       heldOccurrence: row.held_ms === null ? null : new Date(row.held_ms),
       traceparent: row.traceparent ?? '',
+      ...(row.extra !== null && extraFields(row.extra)),
     },
     row: row.row_ref,
     leaseToken,
@@ -354,7 +387,7 @@ export interface Outcome {
   wakeId: string;
   attempt: number;
   /** delivered: sent and accepted; retry: failed, to be tried again; failed: gave up on this occurrence. */
-  result: 'delivered' | 'retry' | 'failed' | 'coalesced';
+  result: 'delivered' | 'retry' | 'failed' | 'coalesced' | 'expired';
   /** The alarm's status afterwards. */
   status: AlarmStatus;
   /** The alarm's next due time afterwards (retry time, next occurrence, or unchanged). */
@@ -406,7 +439,9 @@ const WRITTEN_FROM = (written: string) =>
 const recordOnAlarm = (held: boolean, rows: number | null) => `UPDATE chronos.alarms a SET
        -- Only a one-shot's last outcome changes its status: a cron alarm, or one waiting to retry,
        -- stays as it is now (active, or paused meanwhile).
-       status = CASE WHEN a.kind = 'cron' OR o.result = 'retry' THEN a.status ELSE o.status END,
+       -- A recurring alarm's status changes only when it has no occurrence left (fired).
+       status = CASE WHEN o.result = 'retry' THEN a.status
+                     WHEN a.kind <> 'once' AND o.status <> 'fired' THEN a.status ELSE o.status END,
        next_fire_at = o.next_fire_at, scheduled_for = o.scheduled_for,
        failure_count = o.failure_count, last_error = o.last_error,
        last_fired_at = coalesce(o.last_fired_at, a.last_fired_at),
@@ -459,6 +494,7 @@ const record = sql(
        status = CASE
          WHEN o.result = 'delivered' AND w.status = 'pending' THEN 'delivered'
          WHEN o.result = 'failed' AND w.status = 'pending' AND o.alarm_id IN (SELECT id FROM updated) THEN 'failed'
+         WHEN o.result = 'expired' AND w.status = 'pending' AND o.alarm_id IN (SELECT id FROM updated) THEN 'expired'
          ELSE w.status END,
        delivered_at = CASE WHEN o.result = 'delivered' THEN coalesce(w.delivered_at, o.finished_at) ELSE w.delivered_at END,
        lateness_ms = CASE WHEN o.result = 'delivered' THEN coalesce(w.lateness_ms, o.lateness_ms) ELSE w.lateness_ms END,
@@ -474,7 +510,7 @@ const record = sql(
      INSERT INTO chronos.wake_attempts (wake_id, attempt, started_at, duration_ms, outcome, status_code, error)
      SELECT o.wake_id, o.attempt, o.started_at, ${DURATION_MS},
        o.result, o.status_code, CASE WHEN o.result = 'delivered' THEN '' ELSE o.last_error END
-     FROM o WHERE o.result <> 'coalesced' AND NOT (${FIRST_DELIVERED})
+     FROM o WHERE o.result NOT IN ('coalesced', 'expired') AND NOT (${FIRST_DELIVERED})
        AND o.wake_id IN (SELECT id FROM woken)
      ON CONFLICT DO NOTHING
    )

@@ -47,10 +47,10 @@ describe('the create body', () => {
 
   it('wants exactly one schedule field on a create, at most one on a change', () => {
     expect(() => readAlarmBody({ label: 'x' }, { create: true })).toThrow(
-      'body: expected exactly one of "at", "in_seconds" or "cron", got none of them; send exactly one',
+      'body: expected exactly one of "at", "in_seconds", "cron" or "rrule", got none of them; send exactly one',
     );
     expect(refusal({ at: '2027-01-01T00:00:00Z', cron: '@daily' })[0]?.message).toBe(
-      'body: expected at most one of "at", "in_seconds" or "cron", got "at" and "cron"; send at most one',
+      'body: expected at most one of "at", "in_seconds", "cron" or "rrule", got "at" and "cron"; send at most one',
     );
   });
 

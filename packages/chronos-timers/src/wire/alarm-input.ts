@@ -20,7 +20,12 @@ export const WIRE_NAMES = {
   at: 'at',
   inSeconds: 'in_seconds',
   cron: 'cron',
+  rrule: 'rrule',
   timezone: 'timezone',
+  startsAt: 'starts_at',
+  endsAt: 'ends_at',
+  jitterSeconds: 'jitter_seconds',
+  expiresAfterSeconds: 'expires_after_seconds',
   conversationId: 'conversation_id',
   wakeMessage: 'wake_message',
   payload: 'payload',
@@ -48,6 +53,16 @@ export const SPEC_ALIASES: Readonly<Record<string, SpecField>> = {
   zone: 'timezone',
   schedule: 'cron',
   every: 'cron',
+  recurrence: 'rrule',
+  rule: 'rrule',
+  start: 'startsAt',
+  from: 'startsAt',
+  end: 'endsAt',
+  until: 'endsAt',
+  jitter: 'jitterSeconds',
+  expires: 'expiresAfterSeconds',
+  expiry: 'expiresAfterSeconds',
+  ttl: 'expiresAfterSeconds',
   data: 'payload',
   key: 'idempotencyKey',
   conversation: 'conversationId',
@@ -87,7 +102,7 @@ export const alarmFields = Object.fromEntries(
 const optionalShape = () =>
   Object.fromEntries(Object.entries(alarmFields).map(([name, schema]) => [name, schema.optional()]));
 
-/** The create body of `POST /v1/alarms` (exactly one of at, in_seconds, cron). */
+/** The create body of `POST /v1/alarms` (exactly one of at, in_seconds, cron, rrule). */
 export const createAlarmSchema = z.strictObject(optionalShape());
 /** PATCH takes the same fields, all optional; a new schedule replaces the old one. */
 export const patchAlarmSchema = z.strictObject(optionalShape());
@@ -212,4 +227,64 @@ export function readBulkCancelBody(body: unknown): {
   }
   if (errors.length > 0) throw invalidFields(errors);
   return values as { ids?: string[]; label?: string; conversationId?: string };
+}
+
+// ---- Preview -----------------------------------------------------------------------------------
+
+/** The fields of `POST /v1/schedules/preview` (and MCP `preview_schedule`) besides `count`. */
+const PREVIEW_FIELDS = [
+  'at',
+  'inSeconds',
+  'cron',
+  'rrule',
+  'timezone',
+  'startsAt',
+  'endsAt',
+  'jitterSeconds',
+  'expiresAfterSeconds',
+] as const satisfies readonly WireField[];
+type PreviewField = (typeof PREVIEW_FIELDS)[number] | 'count';
+
+export const PREVIEW_COUNT = { min: 1, max: 50, default: 5 } as const;
+
+const previewForm: Form<PreviewField> = {
+  names: {
+    ...(Object.fromEntries(PREVIEW_FIELDS.map((f) => [f, WIRE_NAMES[f]])) as Record<
+      (typeof PREVIEW_FIELDS)[number],
+      string
+    >),
+    count: 'count',
+  },
+  rules: {
+    ...SPEC_RULES,
+    count: {
+      schema: z.number().int().min(PREVIEW_COUNT.min).max(PREVIEW_COUNT.max),
+      expected: `a whole number from ${PREVIEW_COUNT.min} to ${PREVIEW_COUNT.max}`,
+    },
+  },
+  aliases: SPEC_ALIASES,
+};
+
+/** The preview body's schema, for OpenAPI and MCP. */
+export const previewScheduleSchema = z.strictObject({
+  ...Object.fromEntries(PREVIEW_FIELDS.map((f) => [WIRE_NAMES[f], alarmFields[WIRE_NAMES[f]].optional()])),
+  count: z
+    .number()
+    .int()
+    .min(PREVIEW_COUNT.min)
+    .max(PREVIEW_COUNT.max)
+    .optional()
+    .describe(
+      `How many due instants to show (${PREVIEW_COUNT.min} to ${PREVIEW_COUNT.max}, default ${PREVIEW_COUNT.default}).`,
+    ),
+});
+
+/** A preview body: the schedule as an AlarmSpec, and how many instants to show. */
+export function readPreviewBody(body: unknown): { spec: AlarmSpec; count: number } {
+  const { values, errors } = formErrors(body, previewForm, {
+    oneOf: { fields: ['at', 'inSeconds', 'cron', 'rrule'], exactly: true },
+  });
+  if (errors.length > 0) throw invalidFields(errors);
+  const { count, ...spec } = values;
+  return { spec: spec as AlarmSpec, count: (count as number | undefined) ?? PREVIEW_COUNT.default };
 }

@@ -24,7 +24,13 @@ describe('a rule with a quick yes (`accepts`)', () => {
   const quick = Object.entries(timerForm.rules).filter(([, rule]) => rule.accepts);
 
   it('the library form has some', () => {
-    expect(quick.map(([field]) => field).sort()).toEqual(['at', 'idempotencyKey', 'payload']);
+    expect(quick.map(([field]) => field).sort()).toEqual([
+      'at',
+      'endsAt',
+      'idempotencyKey',
+      'payload',
+      'startsAt',
+    ]);
   });
 
   it('accepts only what its schema accepts, and takes it as the schema gives it', () => {

@@ -37,7 +37,7 @@ describe('a list query', () => {
     expect(refusal(() => readWakeListQuery({ status: 'late', require_ack: 'yes', cursor: 'x' }))).toEqual([
       {
         path: 'status',
-        message: 'status: expected one of pending, delivered, acknowledged, failed, got "late"',
+        message: 'status: expected one of pending, delivered, acknowledged, failed, expired, got "late"',
       },
       { path: 'require_ack', message: 'require_ack: expected "true" or "false", got "yes"' },
       { path: 'cursor', message: 'cursor: expected the next_cursor of a previous page, got "x"' },

@@ -71,7 +71,7 @@ describe('reading a schedules file', () => {
       /^alarms\.3\.idempotency_key: unknown field; send only owner, key, label, at, cron, .*; did you mean "key"\?$/,
     );
     expect(said[4]).toBe(
-      'alarms.4: expected exactly one of "at" or "cron", got "at" and "cron"; send exactly one',
+      'alarms.4: expected exactly one of "at", "cron" or "rrule", got "at" and "cron"; send exactly one',
     );
     expect(said[6]).toMatch(/in_seconds would mean a new time at each read, got 60$/);
     expect(said[7]).toMatch(/did you mean "timezone"\?$/);

@@ -46,7 +46,12 @@ export const FILE_NAMES = {
   label: WIRE_NAMES.label,
   at: WIRE_NAMES.at,
   cron: WIRE_NAMES.cron,
+  rrule: WIRE_NAMES.rrule,
   timezone: WIRE_NAMES.timezone,
+  startsAt: WIRE_NAMES.startsAt,
+  endsAt: WIRE_NAMES.endsAt,
+  jitterSeconds: WIRE_NAMES.jitterSeconds,
+  expiresAfterSeconds: WIRE_NAMES.expiresAfterSeconds,
   conversationId: WIRE_NAMES.conversationId,
   wakeMessage: WIRE_NAMES.wakeMessage,
   payload: WIRE_NAMES.payload,
@@ -138,7 +143,7 @@ export function readSchedulesFile(text: string): FileRead {
       path,
       required: ['owner', 'idempotencyKey'],
       // An entry with in_seconds was told what to write instead.
-      ...(!inSeconds && { oneOf: { fields: ['at', 'cron'] as const, exactly: true } }),
+      ...(!inSeconds && { oneOf: { fields: ['at', 'cron', 'rrule'] as const, exactly: true } }),
     });
     if (refusals.length > 0 || inSeconds) {
       errors.push(...refusals);
@@ -207,8 +212,16 @@ export function writeSchedulesFile(alarms: readonly Alarm[]): { text: string; sk
       owner: a.ownerDid,
       key: a.idempotencyKey,
       label: a.label,
-      ...(a.kind === 'cron' ? { cron: a.cronExpr } : { at: isoTime(a.fireAt ?? a.scheduledFor) }),
+      ...(a.kind === 'cron'
+        ? { cron: a.cronExpr }
+        : a.kind === 'rrule'
+          ? { rrule: a.rrule }
+          : { at: isoTime(a.fireAt ?? a.scheduledFor) }),
       timezone: a.timezone,
+      ...(a.startsAt && { starts_at: isoTime(a.startsAt) }),
+      ...(a.endsAt && { ends_at: isoTime(a.endsAt) }),
+      ...(a.jitterSeconds && { jitter_seconds: a.jitterSeconds }),
+      ...(a.expiresAfterSeconds && { expires_after_seconds: a.expiresAfterSeconds }),
       wake_message: a.wakeMessage,
       ...(a.conversationId !== '' && { conversation_id: a.conversationId }),
       ...(a.payload.text.replace(/\s/g, '') !== '{}' && { payload: a.payload }),

@@ -40,6 +40,19 @@ export const alarmViewSchema = z
     created_at: time('When it was created'),
     last_fired_at: time('When it last fired (omitted until it first fires)').optional(),
     require_ack: z.boolean(),
+    rrule: z.string().optional().describe('The RFC 5545 rule, for rrule alarms.'),
+    starts_at: time('No occurrence before it (omitted when not set)').optional(),
+    ends_at: time('No occurrence after it (omitted when not set)').optional(),
+    jitter_seconds: z
+      .number()
+      .int()
+      .optional()
+      .describe('Each occurrence is due up to this many seconds late.'),
+    expires_after_seconds: z
+      .number()
+      .int()
+      .optional()
+      .describe('An occurrence not delivered this many seconds after it was due is given up.'),
   })
   .describe('An alarm.');
 
@@ -81,7 +94,7 @@ export type WakeView = z.infer<typeof wakeViewSchema>;
  * that occurrence is what a reader sees.
  */
 function scheduleNext(alarm: Alarm): Date {
-  return alarm.kind === 'cron' && alarm.trigger === 'manual' && alarm.heldOccurrence
+  return alarm.kind !== 'once' && alarm.trigger === 'manual' && alarm.heldOccurrence
     ? alarm.heldOccurrence
     : alarm.nextFireAt;
 }
@@ -105,6 +118,11 @@ export function alarmView(alarm: Alarm): AlarmView {
     created_at: isoTime(alarm.createdAt),
     ...(alarm.lastFiredAt && { last_fired_at: isoTime(alarm.lastFiredAt) }),
     require_ack: alarm.requireAck,
+    ...(alarm.rrule && { rrule: alarm.rrule }),
+    ...(alarm.startsAt && { starts_at: isoTime(alarm.startsAt) }),
+    ...(alarm.endsAt && { ends_at: isoTime(alarm.endsAt) }),
+    ...(alarm.jitterSeconds && { jitter_seconds: alarm.jitterSeconds }),
+    ...(alarm.expiresAfterSeconds && { expires_after_seconds: alarm.expiresAfterSeconds }),
   };
 }
 

@@ -7,7 +7,13 @@
  */
 import type { FastifyInstance } from 'fastify';
 import type { AlarmService } from 'chronos-timers/internal';
-import { inWireNames, readAlarmBody, readBatchBody, readBulkCancelBody } from 'chronos-timers/internal';
+import {
+  inWireNames,
+  readAlarmBody,
+  readBatchBody,
+  readBulkCancelBody,
+  readPreviewBody,
+} from 'chronos-timers/internal';
 import { readNoFields } from 'chronos-timers/internal';
 import { readAlarmListQuery, readNextFiresQuery } from 'chronos-timers/internal';
 import { alarmView, ownersView } from 'chronos-timers/internal';
@@ -36,6 +42,15 @@ export function registerAlarmRoutes(app: FastifyInstance, alarms: AlarmService):
       .catch((error: unknown) => Promise.reject(inWireNames(error, 'alarms')));
     const results = created.map(({ alarm, deduped }) => ({ alarm: alarmView(alarm), deduped }));
     return sendJson(reply, 201, { results });
+  });
+
+  // The next due instants of a schedule, nothing written (contract §5, third edition).
+  app.post('/schedules/preview', async (request, reply) => {
+    const { spec, count } = readPreviewBody(bodyOf(request).value);
+    const { fires, serverTime } = await alarms
+      .preview(spec, count)
+      .catch((error: unknown) => Promise.reject(inWireNames(error)));
+    return sendJson(reply, 200, { fires, server_time: serverTime.toISOString() });
   });
 
   app.post('/alarms/bulk-cancel', async (request, reply) => {

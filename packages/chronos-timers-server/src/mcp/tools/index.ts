@@ -6,6 +6,7 @@ import { getAlarm } from './get-alarm.js';
 import { listAlarms } from './list-alarms.js';
 import { listWakes } from './list-wakes.js';
 import { pauseAlarm } from './pause-alarm.js';
+import { previewSchedule } from './preview-schedule.js';
 import { rescheduleAlarm } from './reschedule-alarm.js';
 import { resumeAlarm } from './resume-alarm.js';
 import { scheduleAlarm } from './schedule-alarm.js';
@@ -20,4 +21,5 @@ export const TOOLS: readonly ChronosTool[] = [
   resumeAlarm,
   listWakes,
   ackWake,
+  previewSchedule,
 ];
