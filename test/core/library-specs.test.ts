@@ -75,4 +75,46 @@ describeEachBackend('the library’s at and payload', ({ t }) => {
     expect(made[0]!.payloadText).toBe('{"zeta": 0, "alpha": "é", "nested": {"a": 1.5, "b": [true, null]}}');
     await chronos.close();
   });
+  it('takes rrule, startsAt, endsAt, jitterSeconds and expiresAfterSeconds in camelCase, refusals named as written', async () => {
+    const chronos = await libraryOn(t);
+    const rule = 'FREQ=MONTHLY;BYDAY=-1FR;BYHOUR=17;BYMINUTE=0;BYSECOND=0';
+    const timer = await inCallerTransaction(t, (tx) =>
+      chronos.schedule(tx, {
+        key: 'review',
+        rrule: rule,
+        timezone: 'Europe/Paris',
+        startsAt: new Date('2030-01-01T00:00:00+01:00'),
+        endsAt: '2030-12-31T23:59:59+01:00',
+        jitterSeconds: 300,
+        expiresAfterSeconds: 3600,
+      }),
+    );
+    expect(timer).toMatchObject({
+      kind: 'rrule',
+      rrule: rule,
+      startsAt: new Date('2029-12-31T23:00:00Z'),
+      endsAt: new Date('2030-12-31T22:59:59Z'),
+      jitterSeconds: 300,
+      expiresAfterSeconds: 3600,
+    });
+    // The last Friday of January 2030, 17:00 in Paris, plus a jitter under five minutes.
+    const offset = timer.nextFireAt.getTime() - Date.parse('2030-01-25T16:00:00Z');
+    expect(offset).toBeGreaterThanOrEqual(0);
+    expect(offset).toBeLessThan(300_000);
+    expect(await chronos.get('review')).toMatchObject({ rrule: rule, jitterSeconds: 300 });
+
+    const refused = await chronos
+      .scheduleMany(null, [
+        { key: 'a', rrule: 'FREQ=DAILY;BYHOUR=25' },
+        { key: 'b', inSeconds: 60, jitterSeconds: 10 },
+      ])
+      .then(
+        () => null,
+        (e: unknown) => e as ChronosError,
+      );
+    expect(refused!.errors.map((e) => e.path)).toEqual(['specs.0.rrule', 'specs.1.jitterSeconds']);
+    expect(refused!.errors[0]!.message).toMatch(/^specs\.0\.rrule: .*BYHOUR=25/);
+    expect(await chronos.get('a')).toBeNull();
+    await chronos.close();
+  });
 });

@@ -113,6 +113,30 @@ describeEachBackend('HTTP: recurrences, windows, jitter and expiry', ({ t }) => 
     });
   });
 
+  it('resuming a paused recurring alarm whose window ended while paused finishes it (fired), not 409', async () => {
+    const { body } = await create({
+      rrule: 'FREQ=DAILY;BYHOUR=9;BYMINUTE=0;BYSECOND=0',
+      ends_at: new Date(Date.now() + 3 * 86_400_000).toISOString(),
+    });
+    const id = body.alarm.id as string;
+    const control = (action: string) =>
+      call(h.app, 'POST', `/v1/alarms/${id}/${action}`, { headers: h.auth });
+    expect((await control('pause')).body.alarm.status).toBe('paused');
+    // Its window ends while it is paused (the row backdated, as if the days had gone by).
+    await t.db.query(
+      {
+        name: 'test_window_ended',
+        text: `UPDATE chronos.alarms SET ends_at = now() - interval '1 hour' WHERE id = $1`,
+      },
+      [id],
+    );
+    const resumed = await control('resume');
+    expect(resumed.status).toBe(200);
+    expect(resumed.body.alarm).toMatchObject({ id, status: 'fired' });
+    // Final as any fired alarm: resuming again is a 409.
+    expect((await control('resume')).status).toBe(409);
+  });
+
   it('POST /v1/schedules/preview shows the next due instants and writes nothing', async () => {
     const r = await call(h.app, 'POST', '/v1/schedules/preview', {
       headers: h.auth,

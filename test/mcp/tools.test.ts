@@ -140,6 +140,47 @@ describeEachBackend('MCP tools over Streamable HTTP', ({ t }) => {
     expect([...offsets].sort()).toEqual(['+01:00', '+02:00']);
   });
 
+  it('preview_schedule shows an rrule in its zone and writes nothing; schedule_alarm takes the same rule', async () => {
+    const rule = 'FREQ=MONTHLY;BYDAY=-1FR;BYHOUR=17;BYMINUTE=0;BYSECOND=0';
+    const preview = await ok(client, 'preview_schedule', {
+      rrule: rule,
+      timezone: 'Europe/Paris',
+      starts_at: '2030-01-01T00:00:00+01:00',
+      count: 3,
+    });
+    expect(Object.keys(preview).sort()).toEqual(['fires', 'server_time']);
+    // The last Fridays of January, February and March 2030, 17:00 in Paris (CET: summer time starts on the 31st).
+    expect(preview.fires).toEqual([
+      { utc: '2030-01-25T16:00:00.000Z', local: '2030-01-25T17:00:00.000+01:00' },
+      { utc: '2030-02-22T16:00:00.000Z', local: '2030-02-22T17:00:00.000+01:00' },
+      { utc: '2030-03-29T16:00:00.000Z', local: '2030-03-29T17:00:00.000+01:00' },
+    ]);
+    expect((await ok(client, 'list_alarms', {})).alarms).toHaveLength(0);
+    expect(await refused(client, 'preview_schedule', { rrule: 'FREQ=DAILY;BYHOUR=25' })).toMatch(
+      /rrule.*BYHOUR=25: hours are 0 to 23/,
+    );
+
+    const { alarm, next_fires } = await ok(client, 'schedule_alarm', {
+      rrule: rule,
+      timezone: 'Europe/Paris',
+      starts_at: '2030-01-01T00:00:00+01:00',
+      jitter_seconds: 60,
+      expires_after_seconds: 3600,
+    });
+    expect(alarm).toMatchObject({
+      kind: 'rrule',
+      rrule: rule,
+      jitter_seconds: 60,
+      expires_after_seconds: 3600,
+    });
+    // Each due instant is its occurrence plus a jitter under a minute.
+    preview.fires.forEach((f: { utc: string }, i: number) => {
+      const offset = Date.parse(next_fires[i].utc) - Date.parse(f.utc);
+      expect(offset).toBeGreaterThanOrEqual(0);
+      expect(offset).toBeLessThan(60_000);
+    });
+  });
+
   it('an idempotency_key makes a repeated schedule_alarm return the same alarm, deduped', async () => {
     const first = await ok(client, 'schedule_alarm', { in_seconds: 60, idempotency_key: 'k-1' });
     const again = await ok(client, 'schedule_alarm', { in_seconds: 120, idempotency_key: 'k-1' });

@@ -31,6 +31,7 @@ import {
   alarmsFire,
   alarmsPause,
   alarmsResume,
+  alarmsFinish,
   alarmsRetry,
   alarmsGet,
   alarmsGetByKey,
@@ -382,9 +383,12 @@ export class AlarmService {
         ? nextOccurrence(current, now)
         : new Date(Math.max(current.scheduledFor.getTime(), now.getTime()));
     if (dueAt === null) {
+      // Nothing left to fire (its rule ended, or its ends_at passed while paused): it is done.
+      const finished = await alarmsFinish(this.options.db, owner.did, current.id);
+      if (finished) return finished;
       throw notNow(
         current,
-        'it has no occurrence left (its rule ended or its ends_at passed); cancel it instead',
+        'it has no occurrence left (its rule ended or its ends_at passed) and a fire now is still pending; cancel it instead',
       );
     }
     const resumed = await alarmsResume(

@@ -444,6 +444,21 @@ export function alarmsResume(
   return updateOne(ex, { id: resume, key: resume }, ownerDid, { id }, [dueAt, notifyHorizonMs]);
 }
 
+// One UPDATE: a paused recurring alarm with no occurrence left (its rule ended, or its ends_at
+// passed while it was paused) is finished on resume, as a fire past its last occurrence would
+// have finished it. A manual fire still pending keeps it paused (it has a delivery to make).
+const finish = sql(
+  'alarms_finish',
+  `UPDATE chronos.alarms SET status = 'fired', held_occurrence = NULL, updated_at = now()
+   WHERE ${BY_REF.id} AND status = 'paused' AND kind <> 'once' AND trigger <> 'manual'
+   RETURNING ${COLUMNS}`,
+);
+
+/** Finishes (`fired`) a paused recurring alarm that has nothing left to fire; null otherwise. */
+export function alarmsFinish(ex: Executor, ownerDid: string, id: string): Promise<Alarm | null> {
+  return updateOne(ex, { id: finish, key: finish }, ownerDid, { id });
+}
+
 // One UPDATE: one extra delivery of an active or paused alarm, due now (trigger 'manual', a fresh
 // wake). A cron alarm's schedule is not moved: an active one returns to held_occurrence after it.
 // Refused (nothing returned) while a delivery is under a live lease: it is being delivered now.
