@@ -113,6 +113,45 @@ describeEachBackend('HTTP: recurrences, windows, jitter and expiry', ({ t }) => 
     });
   });
 
+  it('PATCH with null clears the window, the jitter and the expiry; a create still refuses null', async () => {
+    const { body } = await create({
+      rrule: 'FREQ=DAILY;BYHOUR=9;BYMINUTE=0;BYSECOND=0',
+      starts_at: '2030-01-10T00:00:00Z',
+      ends_at: '2030-12-31T00:00:00Z',
+      jitter_seconds: 600,
+      expires_after_seconds: 3600,
+    });
+    const id = body.alarm.id as string;
+    const patch = (b: unknown) => call(h.app, 'PATCH', `/v1/alarms/${id}`, { headers: h.auth, body: b });
+    const cleared = await patch({ starts_at: null, jitter_seconds: null });
+    expect(cleared.status).toBe(200);
+    expect(cleared.body.alarm).not.toHaveProperty('starts_at');
+    expect(cleared.body.alarm).not.toHaveProperty('jitter_seconds');
+    // The rest carries over, and without its jitter the alarm is due on the hour.
+    expect(cleared.body.alarm).toMatchObject({
+      ends_at: '2030-12-31T00:00:00.000Z',
+      expires_after_seconds: 3600,
+    });
+    expect(cleared.body.alarm.next_fire_at).toMatch(/T09:00:00\.000Z$/);
+    expect(Date.parse(cleared.body.alarm.next_fire_at)).toBeLessThan(Date.parse('2030-01-10T00:00:00Z'));
+
+    const all = await patch({ ends_at: null, expires_after_seconds: null });
+    expect(all.status).toBe(200);
+    for (const key of ['starts_at', 'ends_at', 'jitter_seconds', 'expires_after_seconds']) {
+      expect(all.body.alarm).not.toHaveProperty(key);
+    }
+    const read = await call(h.app, 'GET', `/v1/alarms/${id}`, { headers: h.auth });
+    expect(read.body.alarm).toEqual(all.body.alarm);
+
+    const refused = await create({ cron: '@daily', starts_at: null });
+    expect(refused.status).toBe(400);
+    expect(refused.body.errors.map((e: { path: string }) => e.path)).toEqual(['starts_at']);
+    // null is for the clearable fields only.
+    const label = await patch({ label: null });
+    expect(label.status).toBe(400);
+    expect(label.body.errors.map((e: { path: string }) => e.path)).toEqual(['label']);
+  });
+
   it('resuming a paused recurring alarm whose window ended while paused finishes it (fired), not 409', async () => {
     const { body } = await create({
       rrule: 'FREQ=DAILY;BYHOUR=9;BYMINUTE=0;BYSECOND=0',

@@ -179,6 +179,12 @@ describeEachBackend('MCP tools over Streamable HTTP', ({ t }) => {
       expect(offset).toBeGreaterThanOrEqual(0);
       expect(offset).toBeLessThan(60_000);
     });
+    // reschedule_alarm clears the jitter with null: due on the occurrences themselves.
+    const cleared = await ok(client, 'reschedule_alarm', { id: alarm.id, jitter_seconds: null });
+    expect(cleared.alarm).not.toHaveProperty('jitter_seconds');
+    expect(cleared.next_fires.map((f: { utc: string }) => f.utc)).toEqual(
+      preview.fires.map((f: { utc: string }) => f.utc),
+    );
   });
 
   it('an idempotency_key makes a repeated schedule_alarm return the same alarm, deduped', async () => {

@@ -87,6 +87,7 @@ export {
   LIMITS,
   alarmFields,
   batchAlarmSchema,
+  clearableShape,
   bulkCancelSchema,
   createAlarmSchema,
   inWireNames,

@@ -8,7 +8,7 @@
 import { z } from 'zod';
 import { ALARM_STATUSES, WAKE_STATUSES } from 'chronos-timers/internal';
 import { PAGE_LIMIT } from 'chronos-timers/internal';
-import { alarmFields, LIMITS } from 'chronos-timers/internal';
+import { alarmFields, clearableShape, LIMITS } from 'chronos-timers/internal';
 import { alarmViewSchema, nextFiresSchema, wakeViewSchema } from 'chronos-timers/internal';
 
 const time = (what: string) => z.string().describe(`${what}: RFC 3339 in UTC with milliseconds.`);
@@ -163,7 +163,7 @@ export const listAlarmsInput = z.strictObject({
 
 export const getAlarmInput = z.strictObject({ id: alarmId });
 
-export const rescheduleAlarmInput = z.strictObject({ id: alarmId, ...scheduleFields });
+export const rescheduleAlarmInput = z.strictObject({ id: alarmId, ...scheduleFields, ...clearableShape() });
 
 export const cancelAlarmInput = z.strictObject({ id: alarmId });
 

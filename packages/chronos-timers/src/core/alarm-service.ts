@@ -56,7 +56,7 @@ import {
   type AlarmSource,
   type AlarmStatus,
 } from '../types.js';
-import { LIMITS, SCHEDULE_FIELDS, WINDOW_FIELDS, type AlarmSpec } from './alarm-spec.js';
+import { LIMITS, SCHEDULE_FIELDS, WINDOW_FIELDS, type AlarmChange, type AlarmSpec } from './alarm-spec.js';
 import { idInMessage, isUuid, type Owner } from './owner.js';
 import { timePage, type Page, type PageRequest } from './page.js';
 
@@ -279,20 +279,26 @@ export class AlarmService {
    * Reschedules and/or edits an active or paused alarm in one UPDATE (a paused one stays paused);
    * `conflict` otherwise.
    */
-  async update(owner: Owner, ref: AlarmRef, spec: AlarmSpec, write: WriteOptions): Promise<Alarm> {
+  async update(owner: Owner, ref: AlarmRef, change: AlarmChange, write: WriteOptions): Promise<Alarm> {
     const ex = write.tx ?? this.options.db;
+    const { clear = [], ...spec } = change;
     let schedule: ScheduleColumns | undefined;
     const newTime = SCHEDULE_FIELDS.some((f) => spec[f] !== undefined);
-    const newWindow = WINDOW_FIELDS.some((f) => spec[f] !== undefined);
+    const newWindow = WINDOW_FIELDS.some((f) => spec[f] !== undefined || clear.includes(f));
+    // A field the change clears does not carry over; one it leaves out does.
+    const kept = <F extends 'startsAt' | 'endsAt'>(f: F, current: Alarm) =>
+      clear.includes(f) ? undefined : (spec[f] ?? current[f] ?? undefined);
     if (newTime || newWindow || spec.timezone !== undefined) {
       const current = await this.#find(ex, owner, ref);
       const timezone = spec.timezone ?? current.timezone;
       const now = await this.options.dbClock.now(ex);
       // The window and jitter carry over to a new recurring schedule unless the change gives its own.
       const window = {
-        startsAt: spec.startsAt ?? current.startsAt ?? undefined,
-        endsAt: spec.endsAt ?? current.endsAt ?? undefined,
-        jitterSeconds: spec.jitterSeconds ?? (current.jitterSeconds || undefined),
+        startsAt: kept('startsAt', current),
+        endsAt: kept('endsAt', current),
+        jitterSeconds: clear.includes('jitterSeconds')
+          ? undefined
+          : (spec.jitterSeconds ?? (current.jitterSeconds || undefined)),
       };
       const recurringSpec = spec.cron !== undefined || spec.rrule !== undefined;
       if (newTime) {
@@ -341,7 +347,7 @@ export class AlarmService {
       idempotencyKey: spec.idempotencyKey,
       maxFailures: spec.maxFailures,
       requireAck: spec.requireAck,
-      expiresAfterSeconds: spec.expiresAfterSeconds,
+      expiresAfterSeconds: clear.includes('expiresAfterSeconds') ? 0 : spec.expiresAfterSeconds,
     };
     const updated = await alarmsReschedule(ex, owner.did, refFor(ref), changes, this.options.notifyHorizonMs);
     if (updated) return updated;

@@ -68,6 +68,23 @@ export const SCHEDULE_FIELDS = ['at', 'inSeconds', 'cron', 'rrule'] as const sat
 /** The fields that shape a recurring schedule besides its expression: a change re-reads it. */
 export const WINDOW_FIELDS = ['startsAt', 'endsAt', 'jitterSeconds'] as const satisfies readonly SpecField[];
 
+/**
+ * The fields a change may clear (PATCH and reschedule_alarm with `null`): the window, the jitter
+ * and the expiry, each optional on the alarm. Every other field has a value an alarm always holds.
+ */
+export const CLEARABLE_FIELDS = [
+  'startsAt',
+  'endsAt',
+  'jitterSeconds',
+  'expiresAfterSeconds',
+] as const satisfies readonly SpecField[];
+export type ClearableField = (typeof CLEARABLE_FIELDS)[number];
+
+/** A change of an alarm: new values, and the optional fields it clears. */
+export interface AlarmChange extends AlarmSpec {
+  clear?: ClearableField[];
+}
+
 export interface FieldRule {
   /** The shape of the value, as it arrives from JSON (payload: a plain object). */
   schema: z.ZodType;

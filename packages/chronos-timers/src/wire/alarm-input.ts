@@ -7,7 +7,16 @@
 import { z } from 'zod';
 import { invalidFields, renameFieldErrors, type FieldError } from '../errors.js';
 import { jsonbText, RawJson, rawElements, rawMember } from '../json.js';
-import { LIMITS, SCHEDULE_FIELDS, SPEC_RULES, type AlarmSpec, type SpecField } from '../core/alarm-spec.js';
+import {
+  CLEARABLE_FIELDS,
+  LIMITS,
+  SCHEDULE_FIELDS,
+  SPEC_RULES,
+  type AlarmChange,
+  type AlarmSpec,
+  type ClearableField,
+  type SpecField,
+} from '../core/alarm-spec.js';
 import { formErrors, type Form } from './fields.js';
 
 export { LIMITS };
@@ -104,8 +113,21 @@ const optionalShape = () =>
 
 /** The create body of `POST /v1/alarms` (exactly one of at, in_seconds, cron, rrule). */
 export const createAlarmSchema = z.strictObject(optionalShape());
-/** PATCH takes the same fields, all optional; a new schedule replaces the old one. */
-export const patchAlarmSchema = z.strictObject(optionalShape());
+/**
+ * PATCH takes the same fields, all optional; a new schedule replaces the old one. `null` clears
+ * the window, the jitter or the expiry.
+ */
+export const patchAlarmSchema = z.strictObject({ ...optionalShape(), ...clearableShape() });
+
+/** The clearable fields' schemas, each also taking `null` ("clear it"), by wire name. */
+export function clearableShape(): Record<string, z.ZodType> {
+  return Object.fromEntries(
+    CLEARABLE_FIELDS.map((f) => [
+      WIRE_NAMES[f],
+      SPEC_RULES[f].schema.nullable().optional().describe(`${SPEC_RULES[f].description} null clears it.`),
+    ]),
+  );
+}
 export const MAX_BATCH = 1_000;
 /** The body of `POST /v1/alarms/batch`. */
 export const batchAlarmSchema = z.strictObject({
@@ -121,11 +143,25 @@ export interface BodyOptions {
   rawPayload?: string;
 }
 
-/** A create or PATCH body as an AlarmSpec; throws `invalid_input` naming every bad field. */
-export function readAlarmBody(body: unknown, options: BodyOptions): AlarmSpec {
-  const { spec, errors } = readOne(body, options, '');
+/**
+ * A create or PATCH body as an AlarmSpec; throws `invalid_input` naming every bad field. A change
+ * (not a create) may send `null` for a clearable field: it is then listed in `clear`.
+ */
+export function readAlarmBody(body: unknown, options: BodyOptions): AlarmChange {
+  let clear: ClearableField[] | undefined;
+  let read = body;
+  if (!options.create && typeof body === 'object' && body !== null && !Array.isArray(body)) {
+    const rest = { ...(body as Record<string, unknown>) };
+    for (const field of CLEARABLE_FIELDS) {
+      if (rest[WIRE_NAMES[field]] !== null) continue;
+      delete rest[WIRE_NAMES[field]];
+      (clear ??= []).push(field);
+    }
+    if (clear) read = rest;
+  }
+  const { spec, errors } = readOne(read, options, '');
   if (errors.length > 0) throw invalidFields(errors);
-  return spec;
+  return clear ? { ...spec, clear } : spec;
 }
 
 /**

@@ -19,6 +19,7 @@ export const rescheduleAlarm: ChronosTool = {
 - timezone alone: the same cron or rrule read in another zone;
 - starts_at, ends_at, jitter_seconds (cron and rrule only): a new window or jitter for the same schedule;
 - expires_after_seconds: give up an occurrence not delivered this many seconds after it was due (e.g. 10800: not after three hours);
+- null for starts_at, ends_at, jitter_seconds or expires_after_seconds clears it (e.g. {"ends_at": null}: no end any more);
 - label, wake_message (instructions to your future self), payload, conversation_id, idempotency_key, max_failures, require_ack: replaced by the new value.
 
 Only an active or paused alarm can be changed (a paused one stays paused); for one that fired or was cancelled, use schedule_alarm. Check next_fires in the answer (local times are in the alarm's zone).
