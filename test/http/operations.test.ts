@@ -71,6 +71,7 @@ describeEachBackend('HTTP: operations', ({ kind, t }) => {
         '/v1/alarms/{id}/retry',
         '/v1/alarms/{id}/wakes',
         '/v1/alarms/{id}/next-fires',
+        '/v1/schedules/preview',
         '/v1/stats/lateness',
         '/v1/stats/upcoming',
         '/v1/wakes',
