@@ -100,6 +100,12 @@ const text = (maxChars: number) =>
     .refine(isStorable, { message: 'storable' })
     .refine((s) => codePoints(s) <= maxChars, { message: 'too long' });
 
+/** A whole number of seconds from 1 to `max`: its schema and what a refusal says was expected. */
+const seconds = (max: number) => ({
+  schema: z.number().int().min(1).max(max),
+  expected: `a whole number of seconds from 1 to ${max}`,
+});
+
 export const QUEUE_NAME = /^[a-z0-9_.-]{1,64}$/;
 
 export const SPEC_RULES: Record<SpecField, FieldRule> = {
@@ -114,8 +120,7 @@ export const SPEC_RULES: Record<SpecField, FieldRule> = {
     description: 'When a one-shot alarm fires: RFC 3339 with an offset, e.g. "2027-03-14T09:00:00+01:00".',
   },
   inSeconds: {
-    schema: z.number().int().min(1).max(LIMITS.inSecondsMax),
-    expected: `a whole number of seconds from 1 to ${LIMITS.inSecondsMax}`,
+    ...seconds(LIMITS.inSecondsMax),
     description: `When a one-shot alarm fires, in seconds from now (1 to ${LIMITS.inSecondsMax}), e.g. 600 for ten minutes.`,
   },
   cron: {
@@ -150,15 +155,13 @@ export const SPEC_RULES: Record<SpecField, FieldRule> = {
     description: 'For cron and rrule: no occurrence after this time; the alarm is then fired (done).',
   },
   jitterSeconds: {
-    schema: z.number().int().min(1).max(LIMITS.jitterSecondsMax),
-    expected: `a whole number of seconds from 1 to ${LIMITS.jitterSecondsMax}`,
+    ...seconds(LIMITS.jitterSecondsMax),
     description:
       'For cron and rrule: each occurrence is due up to this many seconds after its time (never before), the same for every read, ' +
       'so alarms that share a schedule do not all fire at once (1 to 3600).',
   },
   expiresAfterSeconds: {
-    schema: z.number().int().min(1).max(LIMITS.expiresAfterSecondsMax),
-    expected: `a whole number of seconds from 1 to ${LIMITS.expiresAfterSecondsMax}`,
+    ...seconds(LIMITS.expiresAfterSecondsMax),
     description:
       'Give an occurrence up when it could not be delivered within this many seconds of its due time (an outage, a long pause, ' +
       'retries): it is then never delivered, and a one-shot becomes "expired". E.g. 10800 for a 09:00 reminder that is pointless after noon.',
