@@ -128,7 +128,11 @@ if (!withChromium) {
     await signIn();
     const row = page.locator(`#alarms-table tr[data-id="${body.alarm.id}"]`);
     await row.waitFor();
-    expect((await row.locator('td').allTextContents()).slice(0, 3)).toEqual(['active', 'Gym', `rrule ${rule}`]);
+    expect((await row.locator('td').allTextContents()).slice(0, 3)).toEqual([
+      'active',
+      'Gym',
+      `rrule ${rule}`,
+    ]);
 
     await page.getByRole('link', { name: 'Gym' }).click();
     const fields = async () => {
@@ -175,7 +179,10 @@ if (!withChromium) {
     });
     expect(saved).not.toHaveProperty('jitter_seconds');
     const after = await fields();
-    expect(after).toMatchObject({ Kind: `rrule ${newRule}`, Expires: '900 s after it is due, if not delivered' });
+    expect(after).toMatchObject({
+      Kind: `rrule ${newRule}`,
+      Expires: '900 s after it is due, if not delivered',
+    });
     expect(after).not.toHaveProperty('Jitter');
     // The first 07:30 in Berlin on or after the start.
     expect(await page.locator('#next-fires tbody td').nth(2).textContent()).toBe('2030-01-01T06:30:00.000Z');

@@ -114,7 +114,11 @@ function el(tag, attrs, ...children) {
 
 /** An alarm's schedule as the list and the detail show it: its kind, with its cron expression or rule. @param {any} alarm */
 const scheduleText = (alarm) =>
-  alarm.kind === 'cron' ? `cron ${alarm.cron_expr}` : alarm.kind === 'rrule' ? `rrule ${alarm.rrule}` : 'once';
+  alarm.kind === 'cron'
+    ? `cron ${alarm.cron_expr}`
+    : alarm.kind === 'rrule'
+      ? `rrule ${alarm.rrule}`
+      : 'once';
 
 /** @param {string} status */
 const statusCell = (status) => el('td', { class: `s-${status}` }, status);
@@ -339,7 +343,11 @@ function showAlarm(alarm, owner) {
   /** @type {HTMLSelectElement} */ (form.elements.namedItem('kind')).value =
     alarm.kind === 'once' ? 'at' : alarm.kind;
   /** @type {HTMLInputElement} */ (form.elements.namedItem('value')).value =
-    alarm.kind === 'cron' ? alarm.cron_expr : alarm.kind === 'rrule' ? alarm.rrule : (alarm.next_fire_at ?? '');
+    alarm.kind === 'cron'
+      ? alarm.cron_expr
+      : alarm.kind === 'rrule'
+        ? alarm.rrule
+        : (alarm.next_fire_at ?? '');
   for (const name of WINDOW) {
     /** @type {HTMLInputElement} */ (form.elements.namedItem(name)).value = String(alarm[name] ?? '');
   }
