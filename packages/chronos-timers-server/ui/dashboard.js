@@ -112,6 +112,14 @@ function el(tag, attrs, ...children) {
   return node;
 }
 
+/** An alarm's schedule as the list and the detail show it: its kind, with its cron expression or rule. @param {any} alarm */
+const scheduleText = (alarm) =>
+  alarm.kind === 'cron'
+    ? `cron ${alarm.cron_expr}`
+    : alarm.kind === 'rrule'
+      ? `rrule ${alarm.rrule}`
+      : 'once';
+
 /** @param {string} status */
 const statusCell = (status) => el('td', { class: `s-${status}` }, status);
 
@@ -239,7 +247,7 @@ function alarmRow(alarm, owner) {
     { 'data-id': alarm.id },
     statusCell(alarm.status),
     el('td', null, link),
-    el('td', null, alarm.kind === 'cron' ? `cron ${alarm.cron_expr}` : 'once'),
+    el('td', null, scheduleText(alarm)),
     el('td', null, alarm.next_fire_at ? when(alarm.next_fire_at, alarm.timezone) : '—'),
     el('td', null, when(alarm.next_fire_at)),
     el('td', null, when(alarm.last_fired_at)),
@@ -295,8 +303,9 @@ function showAlarm(alarm, owner) {
   /** @type {[string, string | Node][]} */
   const fields = [
     ['Status', alarm.status],
-    ['Kind', alarm.kind === 'cron' ? `cron ${alarm.cron_expr}` : 'once'],
+    ['Kind', scheduleText(alarm)],
     ['Time zone', alarm.timezone],
+    ...windowFields(alarm),
     [
       'Next fire',
       alarm.next_fire_at ? `${when(alarm.next_fire_at, alarm.timezone)} (${when(alarm.next_fire_at)})` : '—',
@@ -332,13 +341,37 @@ function showAlarm(alarm, owner) {
   }
   const form = /** @type {HTMLFormElement} */ ($('#edit-form'));
   /** @type {HTMLSelectElement} */ (form.elements.namedItem('kind')).value =
-    alarm.kind === 'cron' ? 'cron' : 'at';
+    alarm.kind === 'once' ? 'at' : alarm.kind;
   /** @type {HTMLInputElement} */ (form.elements.namedItem('value')).value =
-    alarm.kind === 'cron' ? alarm.cron_expr : (alarm.next_fire_at ?? '');
+    alarm.kind === 'cron'
+      ? alarm.cron_expr
+      : alarm.kind === 'rrule'
+        ? alarm.rrule
+        : (alarm.next_fire_at ?? '');
+  for (const name of WINDOW) {
+    /** @type {HTMLInputElement} */ (form.elements.namedItem(name)).value = String(alarm[name] ?? '');
+  }
   /** @type {HTMLInputElement} */ (form.elements.namedItem('timezone')).value = alarm.timezone;
   /** @type {HTMLFieldSetElement} */ (form.querySelector('fieldset')).disabled = !allowed.cancel;
   /** @type {HTMLButtonElement} */ (form.querySelector('button')).disabled = false;
 }
+
+/** The window, jitter and expiry of an alarm, each only when set. @param {any} alarm @returns {[string, string][]} */
+function windowFields(alarm) {
+  /** @type {[string, string][]} */
+  const fields = [];
+  const both = (/** @type {string} */ iso) => `${when(iso, alarm.timezone)} (${when(iso)})`;
+  if (alarm.starts_at) fields.push(['Starts', both(alarm.starts_at)]);
+  if (alarm.ends_at) fields.push(['Ends', both(alarm.ends_at)]);
+  if (alarm.jitter_seconds) fields.push(['Jitter', `up to ${alarm.jitter_seconds} s late`]);
+  if (alarm.expires_after_seconds) {
+    fields.push(['Expires', `${alarm.expires_after_seconds} s after it is due, if not delivered`]);
+  }
+  return fields;
+}
+
+/** The edit form's fields for the window, jitter and expiry, by their wire names. */
+const WINDOW = ['starts_at', 'ends_at', 'jitter_seconds', 'expires_after_seconds'];
 
 /** @param {{utc: string, local: string}[]} fires @param {string} zone */
 function showNextFires(fires, zone) {
@@ -464,6 +497,16 @@ async function editSchedule(form) {
   /** @type {Record<string, unknown>} */
   const body = kind === 'in_seconds' ? { in_seconds: Number(value) } : { [kind]: value };
   if (timezone) body.timezone = timezone;
+  // Only what the operator changed is sent; a field emptied that had a value is cleared (null).
+  // A number field holding something else goes as typed, for the API to say what is wrong with it.
+  for (const name of WINDOW) {
+    const typed = String(data.get(name) ?? '').trim();
+    const had = current.alarm[name];
+    if (typed === String(had ?? '')) continue;
+    if (typed === '') body[name] = null;
+    else if (name.endsWith('_seconds') && /^\d+$/.test(typed)) body[name] = Number(typed);
+    else body[name] = typed;
+  }
   clearMessages();
   await api('PATCH', `/v1/alarms/${encodeURIComponent(current.id)}`, { owner: current.owner, body });
   await loadAlarm(current.id, current.owner);
