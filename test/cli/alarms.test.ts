@@ -133,7 +133,11 @@ describePostgresOnly('the command and the test share one database', 'chronos ala
     );
     // A one-shot claimed past its deadline is expired: the dispatcher gives it up.
     const late = (
-      await service.create(OWNER, { inSeconds: 60, expiresAfterSeconds: 30, label: 'late' }, { source: 'api' })
+      await service.create(
+        OWNER,
+        { inSeconds: 60, expiresAfterSeconds: 30, label: 'late' },
+        { source: 'api' },
+      )
     ).alarm;
     await backdate(t.db, late.id, 60_000 + 31_000);
     expect(await makeDispatcher(t.db, new RecordingReceiver()).runOnce()).toBe(1);
@@ -142,7 +146,9 @@ describePostgresOnly('the command and the test share one database', 'chronos ala
     const list = await runChronos(['alarms', 'list', '--owner', OWNER.did], env);
     expect(list.code, list.stderr).toBe(0);
     expect(list.stdout).toMatch(
-      new RegExp(`${alarm.id}\\s+active\\s+rrule\\s+${rule} \\(Europe/Paris\\)\\s+\\S+Z\\s+-\\s+0\\s+fortnightly`),
+      new RegExp(
+        `${alarm.id}\\s+active\\s+rrule\\s+${rule} \\(Europe/Paris\\)\\s+\\S+Z\\s+-\\s+0\\s+fortnightly`,
+      ),
     );
     expect(list.stdout).toMatch(new RegExp(`${late.id}\\s+expired\\s+once\\s+-\\s+-\\s+-\\s+0\\s+late`));
 
