@@ -29,8 +29,8 @@ const USAGE = `usage: chronos alarms list [--owner <did>] [--status <status>] [-
 
 const HELP = `An operator's view of the alarms (an owner is its DID, as its API keys name it).
   list     newest first, every owner's with an OWNER column (as the dashboard shows them), or only
-           --owner's; --status active|paused|fired|cancelled|failed|expired; --limit 1-200 (default 50);
-           --cursor <next_cursor> for the next page
+           --owner's; --status active|paused|fired|cancelled|failed|expired; --limit 1-200
+           (default 50); --cursor <next_cursor> for the next page
   get      one alarm
   pause    stop it firing until resumed (a paused alarm is never claimed)
   resume   fire again: a cron or rrule alarm at its next occurrence after now, no catching up
