@@ -9,7 +9,14 @@ import { silentLogger } from '../../packages/chronos-timers/src/logger.js';
 import { startServer } from '../../packages/chronos-timers-server/src/server.js';
 import { describePostgresOnly } from '../support/backends.js';
 import { createTestDatabase, type TestDatabase } from '../support/databases.js';
-import { OTHER, OWNER } from '../support/harness.js';
+import {
+  OTHER,
+  OWNER,
+  RecordingReceiver,
+  backdate,
+  makeDispatcher,
+  makeService,
+} from '../support/harness.js';
 import { runChronos, serverOnNewStore } from './support.js';
 
 describe('chronos alarms, through the server that holds the embedded store', () => {
@@ -106,5 +113,56 @@ describePostgresOnly('the command and the test share one database', 'chronos ala
     } finally {
       await server.shutdown();
     }
+  }, 60_000);
+
+  it('shows an rrule alarm’s rule, window, jitter and expiry, and an expired alarm’s status', async () => {
+    const service = makeService(t.db);
+    const rule = 'FREQ=WEEKLY;INTERVAL=2;BYDAY=TU;BYHOUR=9';
+    const { alarm } = await service.create(
+      OWNER,
+      {
+        rrule: rule,
+        timezone: 'Europe/Paris',
+        startsAt: '2030-01-01T00:00:00Z',
+        endsAt: '2031-01-01T00:00:00Z',
+        jitterSeconds: 120,
+        expiresAfterSeconds: 600,
+        label: 'fortnightly',
+      },
+      { source: 'api' },
+    );
+    // A one-shot claimed past its deadline is expired: the dispatcher gives it up.
+    const late = (
+      await service.create(
+        OWNER,
+        { inSeconds: 60, expiresAfterSeconds: 30, label: 'late' },
+        { source: 'api' },
+      )
+    ).alarm;
+    await backdate(t.db, late.id, 60_000 + 31_000);
+    expect(await makeDispatcher(t.db, new RecordingReceiver()).runOnce()).toBe(1);
+    const env = { DATABASE_URL: t.url! };
+
+    const list = await runChronos(['alarms', 'list', '--owner', OWNER.did], env);
+    expect(list.code, list.stderr).toBe(0);
+    expect(list.stdout).toMatch(
+      new RegExp(
+        `${alarm.id}\\s+active\\s+rrule\\s+${rule} \\(Europe/Paris\\)\\s+\\S+Z\\s+-\\s+0\\s+fortnightly`,
+      ),
+    );
+    expect(list.stdout).toMatch(new RegExp(`${late.id}\\s+expired\\s+once\\s+-\\s+-\\s+-\\s+0\\s+late`));
+
+    const shown = await runChronos(['alarms', 'get', alarm.id, '--owner', OWNER.did], env);
+    expect(shown.code, shown.stderr).toBe(0);
+    expect(shown.stdout).toContain(`"rrule": "${rule}"`);
+    expect(shown.stdout).toContain('"starts_at": "2030-01-01T00:00:00.000Z"');
+    expect(shown.stdout).toContain('"ends_at": "2031-01-01T00:00:00.000Z"');
+    expect(shown.stdout).toContain('"jitter_seconds": 120');
+    expect(shown.stdout).toContain('"expires_after_seconds": 600');
+    const expired = await runChronos(['alarms', 'get', late.id, '--owner', OWNER.did], env);
+    expect(expired.stdout).toContain('"status": "expired"');
+    expect(expired.stdout).toContain('"expires_after_seconds": 30');
+    expect(expired.stdout).not.toContain('"rrule"');
+    expect(expired.stdout).not.toContain('"starts_at"');
   }, 60_000);
 });

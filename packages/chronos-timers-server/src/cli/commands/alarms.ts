@@ -29,14 +29,14 @@ const USAGE = `usage: chronos alarms list [--owner <did>] [--status <status>] [-
 
 const HELP = `An operator's view of the alarms (an owner is its DID, as its API keys name it).
   list     newest first, every owner's with an OWNER column (as the dashboard shows them), or only
-           --owner's; --status active|paused|fired|cancelled|failed; --limit 1-200 (default 50);
-           --cursor <next_cursor> for the next page
+           --owner's; --status active|paused|fired|cancelled|failed|expired; --limit 1-200
+           (default 50); --cursor <next_cursor> for the next page
   get      one alarm
   pause    stop it firing until resumed (a paused alarm is never claimed)
-  resume   fire again: a cron alarm at its next occurrence after now, no catching up
+  resume   fire again: a cron or rrule alarm at its next occurrence after now, no catching up
   cancel   stop it for good
-  fire     one extra delivery now (trigger "manual") of an active or paused alarm; a cron
-           alarm's schedule is not moved
+  fire     one extra delivery now (trigger "manual") of an active or paused alarm; a cron or
+           rrule alarm's schedule is not moved
   retry    a failed alarm active again, its failures forgotten, due now
 Works with DATABASE_URL, on the embedded store, and while a server runs on it.`;
 
@@ -45,12 +45,19 @@ interface AlarmJson {
   label: string;
   kind: string;
   cron_expr?: string;
+  rrule?: string;
   timezone: string;
   status: string;
   next_fire_at?: string;
   last_fired_at?: string;
   failure_count: number;
   last_error?: string;
+}
+
+/** A recurring alarm's rule as stored, read in its timezone; a one-shot's instant is NEXT FIRE. */
+function schedule(a: AlarmJson): string {
+  const rule = a.kind === 'cron' ? a.cron_expr : a.kind === 'rrule' ? a.rrule : undefined;
+  return rule === undefined ? '-' : `${rule} (${a.timezone})`;
 }
 
 function ownerOf(values: Record<string, string | boolean | undefined>): string {
@@ -93,7 +100,7 @@ async function list(args: string[], io: CliIo): Promise<number> {
         a.id,
         a.status,
         a.kind,
-        a.kind === 'cron' ? `${a.cron_expr} (${a.timezone})` : '-',
+        schedule(a),
         a.next_fire_at ?? '-',
         a.last_fired_at ?? '-',
         String(a.failure_count),
